@@ -1,0 +1,17 @@
+// Package plantstore implements the Plant Store: a store of plants, each
+// identified by an int64 id, with a name and an optional tag.
+//
+// A [PlantStore] validates input and keeps plants in a pluggable [Storage]:
+// the in-memory [MemoryStorage] in this package, or the SQLite and
+// PostgreSQL storage in package sqlstore. Package httpapi serves a
+// PlantStore over HTTP as the Plant Store API.
+//
+//	ps := plantstore.New(plantstore.NewMemoryStorage())
+//	p, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera"})
+//
+// Errors are typed. A [*ValidationError] (checked with [errors.As]) names the
+// field that was rejected and why; [ErrConflict] and [ErrNotFound] (checked
+// with [errors.Is]) report a taken or missing id; [ErrUnavailable] reports
+// that the storage could not be reached. Any other error is a storage
+// failure, wrapped with its cause.
+package plantstore
