@@ -77,12 +77,27 @@ type ListOptions struct {
 // A PlantStore validates plants and keeps them in a [Storage]. It is safe
 // for concurrent use as far as its Storage is.
 type PlantStore struct {
-	storage Storage
+	storage  Storage
+	onCreate []func(Plant)
+}
+
+// An Option configures a PlantStore.
+type Option func(*PlantStore)
+
+// OnCreate makes Create call f with each plant it has stored, after storing
+// it and before returning. f must be safe for concurrent use and must not
+// block: it runs on the caller's goroutine.
+func OnCreate(f func(Plant)) Option {
+	return func(ps *PlantStore) { ps.onCreate = append(ps.onCreate, f) }
 }
 
 // New returns a PlantStore that keeps its plants in s.
-func New(s Storage) *PlantStore {
-	return &PlantStore{storage: s}
+func New(s Storage, opts ...Option) *PlantStore {
+	ps := &PlantStore{storage: s}
+	for _, o := range opts {
+		o(ps)
+	}
+	return ps
 }
 
 // Storage returns the storage ps keeps its plants in.
@@ -101,6 +116,9 @@ func (ps *PlantStore) Create(ctx context.Context, np NewPlant) (Plant, error) {
 	p := Plant(np)
 	if err := ps.storage.Create(ctx, p); err != nil {
 		return Plant{}, storageError("create", np.ID, err)
+	}
+	for _, f := range ps.onCreate {
+		f(p)
 	}
 	return p, nil
 }
