@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// binary builds the plantstore command once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts the real binary; skipped in -short mode")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "plantstore-bin-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "plantstore"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "plantstore")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+const procToken = "process-test-token"
+
+type process struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lockedBuffer
+	exited chan struct{} // closed when the process has exited
+	err    error         // how it exited, once exited is closed
+}
+
+// startProcess starts the built binary with args and waits for its
+// listening line.
+func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				urls <- u
+			}
+		}
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case p.url = <-urls:
+		return p
+	case <-p.exited:
+		t.Fatalf("plantstore exited before listening: %v\n%s", p.err, p.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("plantstore did not start:\n%s", p.stderr)
+	}
+	return nil
+}
+
+// client keeps enough idle connections for the concurrent tests.
+var client = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 128},
+}
+
+// create posts a plant and returns the status and the Error code (0 for
+// a 200), or an error when no complete response arrived.
+func create(url string, id int64, name string) (status, code int, err error) {
+	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":%q}`, id, name)))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+procToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		var p struct{ Name string }
+		if err := json.Unmarshal(body, &p); err != nil || p.Name != name {
+			return 0, 0, fmt.Errorf("200 with body %q", body)
+		}
+		return 200, 0, nil
+	}
+	var e struct{ Error int }
+	if err := json.Unmarshal(body, &e); err != nil {
+		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
+	}
+	return resp.StatusCode, e.Error, nil
+}
+
+// listAll pages through GET /plants and returns every stored id.
+func listAll(t *testing.T, url string) map[int64]string {
+	t.Helper()
+	got := map[int64]string{}
+	after := ""
+	for {
+		req, _ := http.NewRequest("GET", url+"/plants?limit=1000"+after, nil)
+		req.Header.Set("Authorization", "Bearer "+procToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []struct {
+			ID   int64
+			Name string
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("list: status %d, %v", resp.StatusCode, err)
+		}
+		for _, p := range page {
+			got[p.ID] = p.Name
+		}
+		if len(page) < 1000 {
+			return got
+		}
+		after = fmt.Sprintf("&after=%d", page[len(page)-1].ID)
+	}
+}
+
+// TestKilledProcessKeepsAcknowledgedPlants sends thousands of concurrent
+// creates to a server on a SQLite file, kills it with SIGKILL while they
+// are in flight, restarts it on the same file, and checks that every
+// acknowledged plant is there.
+func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "plants.db")
+	p := startProcess(t, "-db", db, "-log-level", "warn")
+
+	const workers, perWorker = 64, 100
+	var (
+		mu    sync.Mutex
+		acked = map[int64]string{}
+		sent  atomic.Int64
+		wg    sync.WaitGroup
+	)
+	killed := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				id := int64(w*perWorker + i)
+				name := fmt.Sprint("plant-", id)
+				status, _, err := create(p.url, id, name)
+				if sent.Add(1) == workers*perWorker/2 {
+					p.cmd.Process.Signal(syscall.SIGKILL)
+					close(killed)
+				}
+				if err == nil && status == 200 {
+					mu.Lock()
+					acked[id] = name
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	<-killed
+	<-p.exited
+	if len(acked) < workers*perWorker/4 {
+		t.Fatalf("only %d creates were acknowledged before the kill; the test needs thousands", len(acked))
+	}
+
+	p2 := startProcess(t, "-db", db, "-log-level", "warn")
+	stored := listAll(t, p2.url)
+	lost := 0
+	for id, name := range acked {
+		if stored[id] != name {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged plants were lost after SIGKILL", lost, len(acked))
+	}
+	t.Logf("%d creates acknowledged before SIGKILL, all kept (%d stored)", len(acked), len(stored))
+	if status, _, err := create(p2.url, 1_000_000, "after restart"); err != nil || status != 200 {
+		t.Errorf("create after restart = %d, %v, want 200", status, err)
+	}
+}
+
+// postgresDSN returns a DSN for a fresh schema on the test PostgreSQL
+// server, or skips the test when PLANTSTORE_TEST_POSTGRES_DSN is unset.
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "plantstore_cmd_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("PostgreSQL at PLANTSTORE_TEST_POSTGRES_DSN is not usable: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Exec("DROP SCHEMA " + schema + " CASCADE")
+		db.Close()
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
+
+// TestTwoProcessesOnOnePostgres races creates of one id across two
+// plantstore processes sharing a PostgreSQL database.
+func TestTwoProcessesOnOnePostgres(t *testing.T) {
+	dsn := postgresDSN(t)
+	a := startProcess(t, "-db", dsn, "-log-level", "warn")
+	b := startProcess(t, "-db", dsn, "-log-level", "warn")
+	for round := range 10 {
+		id := int64(round)
+		var wg sync.WaitGroup
+		var ok, conflict, other atomic.Int64
+		for i := range 32 {
+			url := a.url
+			if i%2 == 1 {
+				url = b.url
+			}
+			wg.Go(func() {
+				status, code, err := create(url, id, fmt.Sprint("racer-", i))
+				switch {
+				case err == nil && status == 200:
+					ok.Add(1)
+				case err == nil && code == 409:
+					conflict.Add(1)
+				default:
+					t.Errorf("create: status %d code %d err %v", status, code, err)
+					other.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if ok.Load() != 1 || conflict.Load() != 31 {
+			t.Fatalf("id %d: %d creates won and %d conflicted across two processes, want exactly 1 and 31", id, ok.Load(), conflict.Load())
+		}
+	}
+}
+
+// TestShutdownUnderLoad sends SIGTERM in the middle of a load run: every
+// create that got a 200 is stored, every request gets a complete response
+// or a clean connection error, and the process exits 0.
+func TestShutdownUnderLoad(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "plants.db")
+	p := startProcess(t, "-db", db, "-log-level", "warn", "-shutdown-timeout", "20s")
+	var (
+		mu    sync.Mutex
+		acked []int64
+		next  atomic.Int64
+		sent  atomic.Int64
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+	)
+	for range 32 {
+		wg.Go(func() {
+			for !stop.Load() {
+				id := next.Add(1)
+				status, _, err := create(p.url, id, fmt.Sprint("p", id))
+				if sent.Add(1) == 2000 {
+					p.cmd.Process.Signal(syscall.SIGTERM)
+				}
+				switch {
+				case err != nil:
+					// A refused or closed connection once the server
+					// stops accepting: the client knows it got no answer.
+					if !isConnError(err) {
+						t.Errorf("create %d: %v, want a complete response or a clean connection error", id, err)
+					}
+					stop.Store(true)
+				case status == 200:
+					mu.Lock()
+					acked = append(acked, id)
+					mu.Unlock()
+				default:
+					t.Errorf("create %d: status %d", id, status)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.err, p.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("plantstore did not exit within the drain timeout")
+	}
+	p2 := startProcess(t, "-db", db, "-log-level", "warn")
+	stored := listAll(t, p2.url)
+	for _, id := range acked {
+		if _, ok := stored[id]; !ok {
+			t.Errorf("acknowledged plant %d is not stored", id)
+		}
+	}
+	t.Logf("%d creates acknowledged around SIGTERM, all stored", len(acked))
+}
+
+func isConnError(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "server closed idle connection") ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects a process's output safely across goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startRun starts run in-process and returns its base URL and a function
+// that stops it (as SIGTERM would) and returns run's error.
+func startRun(t *testing.T, args []string, env map[string]string) (url string, stdout, stderr *lockedBuffer, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if u, ok := strings.CutPrefix(line, "listening on "); ok {
+				var once sync.Once
+				var runErr error
+				stop = func() error {
+					once.Do(func() {
+						cancel()
+						runErr = <-errc
+					})
+					return runErr
+				}
+				t.Cleanup(func() { stop() })
+				return u, stdout, stderr, stop
+			}
+		}
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("run returned before listening: %v\nstderr: %s", err, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("run did not print its address; stdout: %s", stdout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func post(t *testing.T, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestRunServesOverLoopback(t *testing.T) {
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"},
+		map[string]string{"PLANTSTORE_TOKENS": "tok-a, tok-b"})
+	if status, body := post(t, url, "tok-b", `{"id":1,"name":"Monstera","tag":""}`); status != 200 || body != `{"name":"Monstera","tag":""}` {
+		t.Errorf("create = %d %s, want 200 {\"name\":\"Monstera\",\"tag\":\"\"}", status, body)
+	}
+	if status, body := post(t, url, "tok-a", `{"id":1,"name":"again"}`); status != 400 || !strings.Contains(body, `"error":409`) {
+		t.Errorf("conflicting create = %d %s, want 400 with error 409", status, body)
+	}
+	if status, body := post(t, url, "tok-c", `{"id":2,"name":"x"}`); status != 400 || !strings.Contains(body, `"error":401`) {
+		t.Errorf("unknown token = %d %s, want 400 with error 401", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run after shutdown = %v, want nil", err)
+	}
+	logs := stderr.String()
+	for _, secret := range []string{"tok-a", "tok-b", "tok-c", "Monstera"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds %q: tokens and bodies must never be logged:\n%s", secret, logs)
+		}
+	}
+	if !strings.Contains(logs, "path=/plants") || !strings.Contains(logs, "error=409") {
+		t.Errorf("the access log lacks a line per request with path and error code:\n%s", logs)
+	}
+}
+
+func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
+	url, stdout, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
+	var token string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), "Authorization: Bearer "); ok {
+			token = tok
+		}
+	}
+	if len(token) < 32 {
+		t.Fatalf("no generated token printed; stdout:\n%s", stdout)
+	}
+	if status, body := post(t, url, token, `{"id":1,"name":"x"}`); status != 200 {
+		t.Errorf("create with the generated token = %d %s, want 200", status, body)
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unknown db form", []string{"-db", "mysql://x"}, `want "memory", a SQLite file path`},
+		{"bare word db", []string{"-db", "plants"}, "postgres://"},
+		{"extra argument", []string{"serve"}, "unexpected arguments"},
+		{"bad log level", []string{"-log-level", "loud"}, "log-level"},
+		{"missing token file", []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, "token file"},
+		{"webhook without secret", []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr lockedBuffer
+			err := run(context.Background(), append(tt.args, "-addr", "127.0.0.1:0"), func(string) string { return "" }, io.Discard, &stderr)
+			if err == nil {
+				t.Fatal("run = nil, want an error")
+			}
+			if !strings.Contains(err.Error()+stderr.String(), tt.wantErr) {
+				t.Errorf("run = %v (stderr %q), want it to mention %q", err, stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(file, []byte("# operators\nfile-token-1\n\n  file-token-2  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-token-file", file}, nil)
+	for i, tok := range []string{"file-token-1", "file-token-2"} {
+		if status, body := post(t, url, tok, fmt.Sprintf(`{"id":%d,"name":"x"}`, i)); status != 200 {
+			t.Errorf("create with %s = %d %s, want 200", tok, status, body)
+		}
+	}
+	stop()
+	if !strings.Contains(stderr.String(), "readable by group or others") {
+		t.Errorf("no warning about the token file's mode:\n%s", stderr)
+	}
+	if strings.Contains(stderr.String(), "file-token") {
+		t.Errorf("the log holds a token:\n%s", stderr)
+	}
+}
+
+// readLine returns the first line of r that starts with prefix.
+func readLine(t *testing.T, r io.Reader, prefix string) string {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return rest
+		}
+	}
+	t.Fatalf("no line starting with %q", prefix)
+	return ""
+}

@@ -1,0 +1,366 @@
+// Package httpapi serves a [plantstore.PlantStore] over HTTP as the Plant
+// Store API: POST /plants creates a plant, GET /plants lists them,
+// DELETE /plants/{id} removes one, all behind bearer authentication, and
+// GET /openapi.json describes it all.
+//
+// Every failure is answered with an Error body, {"error": code, "message":
+// text}, where code is the conventional HTTP status of the condition; the
+// response status itself is the contract's 400 unless
+// [WithConventionalStatus] is given.
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/plantstore/plantstore"
+)
+
+type handler struct {
+	config
+	ps     *plantstore.PlantStore
+	router *httprouter.Router
+}
+
+// New returns an http.Handler serving ps as the Plant Store API. Mount it
+// at the root of a server, or under a prefix with [http.StripPrefix].
+//
+// The handler fails closed: unless [WithAuthenticator], [WithTokens] or
+// [InsecureWithoutAuthentication] is given, it rejects every request that
+// needs a token.
+func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
+	h := &handler{ps: ps, config: config{maxBody: DefaultMaxBodyBytes}}
+	for _, o := range opts {
+		o(&h.config)
+	}
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	if h.auth == nil && !h.noAuth {
+		h.logger.Warn("httpapi: no authenticator configured; every request that needs a token is rejected")
+	}
+
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, errNotFoundPath)
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, errMethod)
+	})
+	r.PanicHandler = h.recovered
+
+	r.POST("/plants", h.authenticated(h.create))
+	r.GET("/plants", h.authenticated(h.list))
+	r.DELETE("/plants/:id", h.authenticated(h.delete))
+	r.GET("/openapi.json", h.openAPI)
+	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+	h.router = r
+
+	if h.accessLog != nil {
+		return http.HandlerFunc(h.serveLogged)
+	}
+	return r
+}
+
+// recovered answers a request whose handler panicked, and logs the panic
+// with its stack.
+func (h *handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: panic serving request",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+	h.writeError(w, r, errInternal)
+}
+
+// authenticated wraps next so that it runs only for requests carrying an
+// accepted bearer token. The body is not read before that.
+func (h *handler) authenticated(next httprouter.Handle) httprouter.Handle {
+	if h.noAuth {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		token, aerr := bearerToken(r.Header)
+		if aerr != nil {
+			h.writeError(w, r, aerr)
+			return
+		}
+		if h.auth == nil {
+			h.writeError(w, r, errNoAuthenticator)
+			return
+		}
+		if err := h.auth.Authenticate(r.Context(), token); err != nil {
+			h.logger.LogAttrs(r.Context(), slog.LevelDebug, "httpapi: token rejected", slog.Any("err", err))
+			h.writeError(w, r, errInvalidToken401)
+			return
+		}
+		next(w, r, p)
+	}
+}
+
+func (h *handler) create(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if !isJSONContentType(r.Header["Content-Type"]) {
+		h.writeError(w, r, errContentType)
+		return
+	}
+	if ce := r.Header["Content-Encoding"]; len(ce) > 0 && !(len(ce) == 1 && asciiEqualFold(ce[0], "identity")) {
+		h.writeError(w, r, errContentEncoding)
+		return
+	}
+	if r.ContentLength > h.maxBody {
+		h.writeError(w, r, errBodyTooLarge(h.maxBody))
+		return
+	}
+	buf := bufPool.Get().(*buffer)
+	defer putBuffer(buf)
+	body, err := readBody(buf, r.Body, r.ContentLength, h.maxBody)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	np, err := decodeNewPlant(body)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	p, err := h.ps.Create(r.Context(), np)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	buf.b = appendPlant(buf.b[:0], p, false)
+	writeJSON(w, http.StatusOK, buf.b)
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	opts, err := listOptions(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	plants, err := h.ps.List(r.Context(), opts)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = plantstore.DefaultListLimit
+	}
+	if len(plants) == limit {
+		last := plants[len(plants)-1].ID
+		w.Header()["Link"] = []string{"</plants?limit=" + strconv.Itoa(limit) +
+			"&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
+	}
+	b := make([]byte, 0, 64*len(plants)+2)
+	b = append(b, '[')
+	for i, p := range plants {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendPlant(b, p, true)
+	}
+	b = append(b, ']')
+	writeJSON(w, http.StatusOK, b)
+}
+
+// listOptions reads GET /plants's query: limit, an int32 between 1 and
+// MaxListLimit, and after, an int64 id.
+func listOptions(r *http.Request) (plantstore.ListOptions, error) {
+	var opts plantstore.ListOptions
+	if r.URL.RawQuery == "" {
+		return opts, nil
+	}
+	q := r.URL.Query()
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.ParseInt(single(v), 10, 32)
+		if err != nil || n < 1 || n > plantstore.MaxListLimit {
+			return opts, &apiError{code: http.StatusBadRequest,
+				msg: "invalid limit: must be an integer from 1 to " + strconv.Itoa(plantstore.MaxListLimit)}
+		}
+		opts.Limit = int(n)
+	}
+	if v, ok := q["after"]; ok {
+		n, err := strconv.ParseInt(single(v), 10, 64)
+		if err != nil {
+			return opts, &apiError{code: http.StatusBadRequest, msg: "invalid after: must be a 64-bit signed integer"}
+		}
+		opts.After, opts.HasAfter = n, true
+	}
+	return opts, nil
+}
+
+// single returns the only value of a repeated query parameter, or a value
+// no parser accepts when there are several.
+func single(v []string) string {
+	if len(v) != 1 {
+		return "repeated"
+	}
+	return v[0]
+}
+
+func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	id, err := strconv.ParseInt(p.ByName("id"), 10, 64)
+	if err != nil {
+		h.writeError(w, r, errBadID)
+		return
+	}
+	if err := h.ps.Delete(r.Context(), id); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if err := h.ps.Ping(r.Context()); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+}
+
+func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	w.Header()["Cache-Control"] = []string{"no-cache"}
+	writeJSON(w, http.StatusOK, openAPIDocument)
+}
+
+// readBody reads the whole body into buf, refusing one over limit bytes
+// without reading past limit+1.
+func readBody(buf *buffer, body io.Reader, contentLength, limit int64) ([]byte, error) {
+	b := buf.b[:0]
+	if contentLength > 0 && int64(cap(b)) < contentLength {
+		b = make([]byte, 0, contentLength)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			buf.b = b
+			return nil, errBodyTooLarge(limit)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			buf.b = b
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, errBodyTooLarge(limit)
+			}
+			return nil, &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
+		}
+	}
+	buf.b = b
+	return b, nil
+}
+
+// A buffer is a reusable byte slice. Buffers that grew past maxPooled are
+// not kept.
+type buffer struct{ b []byte }
+
+const maxPooled = 64 << 10
+
+var bufPool = sync.Pool{New: func() any { return &buffer{b: make([]byte, 0, 1024)} }}
+
+func putBuffer(b *buffer) {
+	if cap(b.b) <= maxPooled {
+		bufPool.Put(b)
+	}
+}
+
+var (
+	jsonContentType = []string{"application/json"}
+	closeValue      = []string{"close"}
+)
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// isJSONContentType reports whether a request's Content-Type is
+// application/json, in any case and with any parameters.
+func isJSONContentType(v []string) bool {
+	if len(v) != 1 {
+		return false
+	}
+	s := v[0]
+	for i := 0; i < len(s); i++ {
+		if s[i] == ';' {
+			s = s[:i]
+			break
+		}
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	return asciiEqualFold(s, "application/json")
+}
+
+// accessRecorder notes what a response said, for the access log.
+type accessRecorder struct {
+	http.ResponseWriter
+	status int
+	code   int
+}
+
+func (a *accessRecorder) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+	a.ResponseWriter.WriteHeader(status)
+}
+
+func (a *accessRecorder) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (a *accessRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &accessRecorder{ResponseWriter: w}
+	defer func() {
+		attrs := []slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Duration("duration", time.Since(start)),
+		}
+		if rec.code != 0 {
+			attrs = append(attrs, slog.Int("error", rec.code))
+		}
+		h.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	}()
+	h.router.ServeHTTP(rec, r)
+}

@@ -1,0 +1,487 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+const testToken = "s3cret-Token_1"
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type testEnv struct {
+	t      *testing.T
+	url    string
+	prefix string
+	ps     *plantstore.PlantStore
+	client *http.Client
+	logs   *syncBuffer
+}
+
+// newEnv serves a handler over storage s on a real loopback server. Unless
+// opts say otherwise it accepts testToken. Every response is validated
+// against the OpenAPI document.
+func newEnv(t *testing.T, s plantstore.Storage, opts ...httpapi.Option) *testEnv {
+	t.Helper()
+	if s == nil {
+		s = plantstore.NewMemoryStorage()
+	}
+	logs := &syncBuffer{}
+	ps := plantstore.New(s)
+	opts = append([]httpapi.Option{
+		httpapi.WithTokens(testToken),
+		httpapi.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}, opts...)
+	srv := httptest.NewServer(httpapi.New(ps, opts...))
+	t.Cleanup(srv.Close)
+	return &testEnv{t: t, url: srv.URL, ps: ps, logs: logs,
+		client: &http.Client{Transport: validatingTransport{t: t}}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request; headers "Authorization" and "Content-Type" default to
+// the test token and application/json, and an empty value removes one.
+func (e *testEnv) do(method, path string, headers map[string]string, body string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+e.prefix+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// wireError is the contract's Error, decoded strictly.
+type wireError struct {
+	Error   int32  `json:"error"`
+	Message string `json:"message"`
+}
+
+// checkErrorShape fails t unless resp is an Error with exactly the keys
+// "error" and "message" and a JSON Content-Type.
+func checkErrorShape(t *testing.T, resp *http.Response, body []byte) wireError {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil || len(keys) != 2 || keys["error"] == nil || keys["message"] == nil {
+		t.Fatalf("body %s is not an Error with exactly error and message", body)
+	}
+	var we wireError
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&we); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if we.Message == "" {
+		t.Errorf("body %s has an empty message", body)
+	}
+	return we
+}
+
+func (r response) wantError(t *testing.T, status, code int) wireError {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("status = %d, want %d (body %s)", r.status, status, r.body)
+	}
+	we := checkErrorShape(t, &http.Response{Header: r.header}, r.body)
+	if int(we.Error) != code {
+		t.Errorf("error code = %d, want %d (body %s)", we.Error, code, r.body)
+	}
+	return we
+}
+
+// storedIDs lists every stored id, to check that a request changed nothing.
+func (e *testEnv) storedIDs() []int64 {
+	e.t.Helper()
+	plants, err := e.ps.List(context.Background(), plantstore.ListOptions{Limit: plantstore.MaxListLimit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ids := []int64{}
+	for _, p := range plants {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
+func TestCreate(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		headers  map[string]string
+		wantBody string
+		want     plantstore.Plant
+		reason   string
+	}{
+		{name: "no tag", body: `{"id":1,"name":"Monstera"}`, wantBody: `{"name":"Monstera"}`,
+			want: plantstore.Plant{ID: 1, Name: "Monstera"}},
+		{name: "tag", body: `{"id":2,"name":"Aloe","tag":"succulent"}`, wantBody: `{"name":"Aloe","tag":"succulent"}`,
+			want: plantstore.Plant{ID: 2, Name: "Aloe", Tag: "succulent", HasTag: true}},
+		{name: "empty tag", body: `{"id":3,"name":"Fern","tag":""}`, wantBody: `{"name":"Fern","tag":""}`,
+			want: plantstore.Plant{ID: 3, Name: "Fern", HasTag: true}, reason: "an empty tag is present, not absent"},
+		{name: "unknown members ignored", body: `{"extra":{"a":[1,2,{"b":null}]},"id":4,"name":"Ivy","ID":9}`, wantBody: `{"name":"Ivy"}`,
+			want: plantstore.Plant{ID: 4, Name: "Ivy"}},
+		{name: "escapes", body: `{"id":5,"name":"a\"b\\c\n\u00e9\ud83c\udf35","tag":"\/"}`, wantBody: `{"name":"a\"b\\c\né🌵","tag":"/"}`,
+			want: plantstore.Plant{ID: 5, Name: "a\"b\\c\né🌵", Tag: "/", HasTag: true}},
+		{name: "min id", body: `{"id":-9223372036854775808,"name":"min"}`, wantBody: `{"name":"min"}`,
+			want: plantstore.Plant{ID: math.MinInt64, Name: "min"}},
+		{name: "max id", body: `{"id":9223372036854775807,"name":"max"}`, wantBody: `{"name":"max"}`,
+			want: plantstore.Plant{ID: math.MaxInt64, Name: "max"}},
+		{name: "content type with charset", body: `{"id":6,"name":"x"}`, wantBody: `{"name":"x"}`,
+			headers: map[string]string{"Content-Type": "Application/JSON; charset=utf-8"},
+			want:    plantstore.Plant{ID: 6, Name: "x"}},
+		{name: "scheme case-insensitive", body: `{"id":7,"name":"x"}`, wantBody: `{"name":"x"}`,
+			headers: map[string]string{"Authorization": "bEaReR " + testToken},
+			want:    plantstore.Plant{ID: 7, Name: "x"}},
+		{name: "whitespace around the object", body: " \n\t{\"id\" : 8 , \"name\" : \"x\" }\r\n ", wantBody: `{"name":"x"}`,
+			want: plantstore.Plant{ID: 8, Name: "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			r := e.do("POST", "/plants", tt.headers, tt.body)
+			if r.status != http.StatusOK {
+				t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			if diff := cmp.Diff(tt.wantBody, string(r.body)); diff != "" {
+				t.Errorf("body mismatch (-want +got):\n%s", diff)
+			}
+			got, err := e.ps.Plant(context.Background(), tt.want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stored plant mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCreateRejects(t *testing.T) {
+	big := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
+	tests := []struct {
+		name      string
+		body      string
+		headers   map[string]string
+		wantCode  int
+		challenge string // a substring of WWW-Authenticate, for 401s
+		reason    string
+	}{
+		{name: "no Authorization", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": ""},
+			wantCode: 401, challenge: `Bearer realm="plantstore"`},
+		{name: "wrong token", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer nope"},
+			wantCode: 401, challenge: `error="invalid_token"`},
+		{name: "token prefix", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer " + testToken[:5]},
+			wantCode: 401, challenge: `error="invalid_token"`},
+		{name: "basic scheme", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Basic dTpw"},
+			wantCode: 401, challenge: `error="invalid_request"`},
+		{name: "empty bearer", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer "},
+			wantCode: 401, challenge: `error="invalid_request"`},
+		{name: "token with a space", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer " + testToken + " x"},
+			wantCode: 401, challenge: `error="invalid_request"`},
+		{name: "auth before content type", body: `nonsense`, headers: map[string]string{"Authorization": "", "Content-Type": "text/plain"},
+			wantCode: 401, reason: "credentials are checked before anything else"},
+		{name: "no Content-Type", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Content-Type": ""}, wantCode: 415},
+		{name: "text/plain", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Content-Type": "text/plain"}, wantCode: 415},
+		{name: "json suffix type", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Content-Type": "application/merge-patch+json"}, wantCode: 415},
+		{name: "gzip encoding", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Content-Encoding": "gzip"}, wantCode: 415},
+		{name: "over the limit", body: big, wantCode: 413},
+		{name: "empty body", body: ``, wantCode: 400},
+		{name: "not JSON", body: `id=1&name=x`, wantCode: 400},
+		{name: "array", body: `[{"id":1,"name":"x"}]`, wantCode: 400},
+		{name: "two objects", body: `{"id":1,"name":"x"}{"id":2,"name":"y"}`, wantCode: 400},
+		{name: "trailing garbage", body: `{"id":1,"name":"x"}x`, wantCode: 400},
+		{name: "missing id", body: `{"name":"x"}`, wantCode: 400},
+		{name: "missing name", body: `{"id":1}`, wantCode: 400},
+		{name: "id string", body: `{"id":"1","name":"x"}`, wantCode: 400},
+		{name: "id fraction", body: `{"id":1.5,"name":"x"}`, wantCode: 400},
+		{name: "id overflow", body: `{"id":9223372036854775808,"name":"x"}`, wantCode: 400},
+		{name: "id null", body: `{"id":null,"name":"x"}`, wantCode: 400},
+		{name: "name null", body: `{"id":1,"name":null}`, wantCode: 400},
+		{name: "name number", body: `{"id":1,"name":5}`, wantCode: 400},
+		{name: "tag null", body: `{"id":1,"name":"x","tag":null}`, wantCode: 400, reason: "null is not a string"},
+		{name: "upper-case ID only", body: `{"ID":1,"name":"x"}`, wantCode: 400, reason: "names are case-sensitive"},
+		{name: "duplicate id", body: `{"id":1,"id":2,"name":"x"}`, wantCode: 400},
+		{name: "duplicate escaped name", body: `{"id":1,"name":"x","n\u0061me":"y"}`, wantCode: 400},
+		{name: "duplicate unknown", body: `{"id":1,"name":"x","a":1,"a":2}`, wantCode: 400},
+		{name: "invalid UTF-8", body: "{\"id\":1,\"name\":\"\xff\"}", wantCode: 400},
+		{name: "unpaired surrogate", body: `{"id":1,"name":"\ud800"}`, wantCode: 400},
+		{name: "NUL in name", body: `{"id":1,"name":"a\u0000b"}`, wantCode: 400, reason: "no durable storage keeps it exactly"},
+		{name: "raw control character", body: "{\"id\":1,\"name\":\"a\x01\"}", wantCode: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			r := e.do("POST", "/plants", tt.headers, tt.body)
+			we := r.wantError(t, http.StatusBadRequest, tt.wantCode)
+			if tt.challenge != "" && !strings.Contains(r.header.Get("WWW-Authenticate"), tt.challenge) {
+				t.Errorf("WWW-Authenticate = %q, want it to contain %q", r.header.Get("WWW-Authenticate"), tt.challenge)
+			}
+			if strings.Contains(we.Message, testToken) || strings.Contains(e.logs.String(), testToken) {
+				t.Errorf("the token leaked into the message or the log")
+			}
+			if diff := cmp.Diff([]int64{}, e.storedIDs()); diff != "" {
+				t.Errorf("a rejected request changed the store (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConflict(t *testing.T) {
+	e := newEnv(t, nil)
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`); r.status != 200 {
+		t.Fatalf("first create: %d %s", r.status, r.body)
+	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"second"}`).wantError(t, 400, 409)
+	got, err := e.ps.Plant(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(plantstore.Plant{ID: 1, Name: "first", Tag: "a", HasTag: true}, got); diff != "" {
+		t.Errorf("a conflicting create changed the plant (-want +got):\n%s", diff)
+	}
+}
+
+func TestConventionalStatus(t *testing.T) {
+	e := newEnv(t, nil, httpapi.WithConventionalStatus())
+	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{}`).wantError(t, 401, 401)
+	e.do("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`).wantError(t, 415, 415)
+	e.do("POST", "/plants", nil, `{`).wantError(t, 400, 400)
+	e.do("GET", "/nowhere", nil, ``).wantError(t, 404, 404)
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 409, 409)
+}
+
+func TestBodyLimitOption(t *testing.T) {
+	e := newEnv(t, nil, httpapi.WithMaxBodyBytes(32))
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"short"}`); r.status != 200 {
+		t.Fatalf("a body under the limit: %d %s", r.status, r.body)
+	}
+	e.do("POST", "/plants", nil, `{"id":2,"name":"this one is longer than the limit"}`).wantError(t, 400, 413)
+}
+
+func TestChunkedBodyOverLimit(t *testing.T) {
+	e := newEnv(t, nil, httpapi.WithMaxBodyBytes(64))
+	body := `{"id":1,"name":"` + strings.Repeat("x", 1000) + `"}`
+	// An io.Reader that is not a *strings.Reader makes the client send the
+	// body chunked, without a Content-Length.
+	req, err := http.NewRequest("POST", e.url+"/plants", io.MultiReader(strings.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	response{resp.StatusCode, resp.Header, b}.wantError(t, 400, 413)
+	if diff := cmp.Diff([]int64{}, e.storedIDs()); diff != "" {
+		t.Errorf("store changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestRoutingErrors(t *testing.T) {
+	e := newEnv(t, nil)
+	tests := []struct {
+		name, method, path string
+		wantCode           int
+	}{
+		{"unknown path", "GET", "/nowhere", 404},
+		{"trailing slash", "POST", "/plants/", 404},
+		{"case of path", "POST", "/Plants", 404},
+		{"wrong method", "PUT", "/plants", 405},
+		{"options", "OPTIONS", "/plants", 405},
+		{"patch a plant", "PATCH", "/plants/1", 405},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.do(tt.method, tt.path, nil, `{"id":1,"name":"x"}`).wantError(t, 400, tt.wantCode)
+		})
+	}
+}
+
+func TestFailsClosed(t *testing.T) {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	srv := httptest.NewServer(httpapi.New(ps, httpapi.WithLogger(slog.New(slog.DiscardHandler))))
+	t.Cleanup(srv.Close)
+	e := &testEnv{t: t, url: srv.URL, ps: ps, client: &http.Client{Transport: validatingTransport{t: t}}, logs: &syncBuffer{}}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
+	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
+	e.do("GET", "/plants", nil, ``).wantError(t, 400, 401)
+	if diff := cmp.Diff([]int64{}, e.storedIDs()); diff != "" {
+		t.Errorf("store changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestInsecureWithoutAuthentication(t *testing.T) {
+	e := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
+	if r := e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+	}
+}
+
+func TestCustomAuthenticator(t *testing.T) {
+	auth := httpapi.AuthenticatorFunc(func(ctx context.Context, token string) error {
+		if token != "from-host" {
+			return errors.New("unknown")
+		}
+		return nil
+	})
+	e := newEnv(t, nil, httpapi.WithAuthenticator(auth))
+	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
+	if r := e.do("POST", "/plants", map[string]string{"Authorization": "Bearer from-host"}, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+	}
+}
+
+func TestMountedUnderPrefix(t *testing.T) {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken))))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e := &testEnv{t: t, url: srv.URL, prefix: "/api", ps: ps, logs: &syncBuffer{},
+		client: &http.Client{Transport: validatingTransport{t: t, prefix: "/api"}}}
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+	}
+	if r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``); r.status != 200 {
+		t.Fatalf("openapi under prefix: %d", r.status)
+	}
+}
+
+// faultyStorage answers Create with err, or panics when err is nil.
+type faultyStorage struct {
+	*plantstore.MemoryStorage
+	err error
+}
+
+func (f *faultyStorage) Create(ctx context.Context, p plantstore.Plant) error {
+	if f.err == nil {
+		panic("storage exploded")
+	}
+	return f.err
+}
+
+func (f *faultyStorage) Ping(ctx context.Context) error { return f.err }
+
+func TestStorageFailures(t *testing.T) {
+	secret := "db password is hunter2"
+	tests := []struct {
+		name     string
+		err      error
+		wantCode int
+		wantLog  string
+	}{
+		{"unavailable", fmt.Errorf("dial: %s: %w", secret, plantstore.ErrUnavailable), 503, secret},
+		{"unknown failure", errors.New(secret), 500, secret},
+		{"panic", nil, 500, "storage exploded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, &faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: tt.err})
+			we := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, tt.wantCode)
+			if strings.Contains(we.Message, "hunter2") || strings.Contains(we.Message, "exploded") {
+				t.Errorf("message %q leaks the cause", we.Message)
+			}
+			if !strings.Contains(e.logs.String(), tt.wantLog) {
+				t.Errorf("log does not hold the cause %q:\n%s", tt.wantLog, e.logs.String())
+			}
+			// The server keeps serving.
+			if r := e.do("GET", "/healthz", nil, ``); r.status != 200 {
+				t.Errorf("healthz after the failure: %d", r.status)
+			}
+		})
+	}
+}
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t, nil)
+	noToken := map[string]string{"Authorization": ""}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := e.do("GET", path, noToken, ``); r.status != 200 {
+			t.Errorf("GET %s = %d %s, want 200", path, r.status, r.body)
+		}
+	}
+	down := newEnv(t, &faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: plantstore.ErrUnavailable})
+	down.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+	if r := down.do("GET", "/healthz", noToken, ``); r.status != 200 {
+		t.Errorf("healthz with storage down = %d, want 200: the process is alive", r.status)
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``)
+	if r.status != 200 {
+		t.Fatalf("status = %d", r.status)
+	}
+	if !bytes.Equal(r.body, httpapi.OpenAPI()) {
+		t.Error("served document differs from OpenAPI()")
+	}
+	openAPIRouter(t)
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import "log/slog"
+
+// DefaultMaxBodyBytes is the largest request body the handler reads unless
+// [WithMaxBodyBytes] says otherwise.
+const DefaultMaxBodyBytes = 1 << 20
+
+// An Option configures the handler returned by [New].
+type Option func(*config)
+
+type config struct {
+	auth         Authenticator
+	noAuth       bool
+	conventional bool
+	maxBody      int64
+	logger       *slog.Logger
+	accessLog    *slog.Logger
+}
+
+// WithAuthenticator makes the handler accept the bearer tokens a accepts.
+func WithAuthenticator(a Authenticator) Option {
+	return func(c *config) { c.auth = a }
+}
+
+// WithTokens makes the handler accept exactly the given bearer tokens,
+// compared in constant time. It is WithAuthenticator([Tokens](tokens...)).
+func WithTokens(tokens ...string) Option {
+	return WithAuthenticator(Tokens(tokens...))
+}
+
+// InsecureWithoutAuthentication makes the handler serve every request
+// without checking credentials. Use it only behind a proxy or host server
+// that authenticates every request before it reaches the handler.
+func InsecureWithoutAuthentication() Option {
+	return func(c *config) { c.noAuth = true }
+}
+
+// WithConventionalStatus makes the handler answer each failure with the
+// HTTP status named by its error code (401, 404, 409, …) instead of the
+// contract's 400. The body is the same Error either way.
+func WithConventionalStatus() Option {
+	return func(c *config) { c.conventional = true }
+}
+
+// WithMaxBodyBytes sets the largest request body the handler reads; a
+// larger one is refused with error code 413. n must be positive.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxBody = n
+		}
+	}
+}
+
+// WithLogger sets where the handler logs internal errors and recovered
+// panics. The default is [slog.Default].
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithAccessLog makes the handler log one line per request to l at level
+// Info: method, path, status, error code and duration. Tokens and bodies
+// are never logged.
+func WithAccessLog(l *slog.Logger) Option {
+	return func(c *config) { c.accessLog = l }
+}

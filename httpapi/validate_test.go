@@ -1,0 +1,100 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+var (
+	specOnce   sync.Once
+	specRouter routers.Router
+	specErr    error
+)
+
+// openAPIRouter loads the handler's own OpenAPI document, checks that it is
+// a valid OpenAPI document, and returns a router over it.
+func openAPIRouter(t *testing.T) routers.Router {
+	t.Helper()
+	specOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		var doc *openapi3.T
+		doc, specErr = loader.LoadFromData(httpapi.OpenAPI())
+		if specErr != nil {
+			return
+		}
+		if specErr = doc.Validate(context.Background()); specErr != nil {
+			return
+		}
+		specRouter, specErr = gorillamux.NewRouter(doc)
+	})
+	if specErr != nil {
+		t.Fatalf("the OpenAPI document is not valid: %v", specErr)
+	}
+	return specRouter
+}
+
+// validatingTransport checks every response that passes through it
+// against the OpenAPI document, failing the test on any mismatch.
+type validatingTransport struct {
+	t      *testing.T
+	prefix string // a mount prefix to strip before matching routes
+}
+
+func (vt validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	vt.validate(req, resp, body)
+	return resp, nil
+}
+
+func (vt validatingTransport) validate(req *http.Request, resp *http.Response, body []byte) {
+	t := vt.t
+	t.Helper()
+	r := req.Clone(context.Background())
+	r.URL.Path = r.URL.Path[len(vt.prefix):]
+	r.URL.Host, r.URL.Scheme, r.Host = "", "", ""
+	route, params, err := openAPIRouter(t).FindRoute(r)
+	if err != nil {
+		// Unknown paths and methods are not in the document; their answers
+		// must still be the Error shape.
+		checkErrorShape(t, resp, body)
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      route,
+		},
+		Status: resp.StatusCode,
+		Header: resp.Header,
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+		},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s: response %d %s does not match the OpenAPI document: %v",
+			req.Method, req.URL.Path, resp.StatusCode, body, err)
+	}
+}

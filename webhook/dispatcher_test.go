@@ -1,0 +1,371 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+func TestDeliver(t *testing.T) {
+	rc := newReceiver(t, ok)
+	mo := webhook.NewMemoryOutbox()
+	d, _, _ := start(t, mo, webhook.Config{Subscribers: []string{rc.url()}})
+	ps := newPlantStore(mo, d)
+	plants := []plantstore.NewPlant{
+		{ID: 1, Name: "Monstera"},
+		{ID: 2, Name: "Fern", HasTag: true},
+		{ID: 3, Name: "Ficus \"lyrata\" 🌿", Tag: "<indoor>", HasTag: true},
+	}
+	for _, np := range plants {
+		mustCreate(t, ps, np)
+	}
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+
+	want := []string{}
+	for _, np := range plants {
+		want = append(want, string(webhook.Payload(plantstore.Plant(np))))
+	}
+	rc.mu.Lock()
+	got := []string{}
+	for _, b := range rc.bodies {
+		got = append(got, b)
+	}
+	rc.mu.Unlock()
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("bodies received mismatch (-want +got):\n%s", diff)
+	}
+	attempts, delivered, _ := rc.stats()
+	if diff := cmp.Diff(attempts, delivered); diff != "" || !onceEach(len(plants))(delivered) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, len(plants))
+	}
+}
+
+func TestRetryUntilSuccess(t *testing.T) {
+	rc := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
+		if attempt <= 3 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{rc.url()}})
+	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+
+	attempts, delivered, _ := rc.stats()
+	if len(attempts) != 1 {
+		t.Fatalf("attempts by webhook-id = %v, want one id: retries keep the id", attempts)
+	}
+	for id, n := range attempts {
+		if n != 4 || delivered[id] != 1 {
+			t.Errorf("%s: %d attempts, %d delivered; want 4 attempts, the last delivered", id, n, delivered[id])
+		}
+	}
+	if got := strings.Count(l.String(), "delivery attempt failed"); got != 3 {
+		t.Errorf("logged %d failed attempts, want 3", got)
+	}
+}
+
+func TestDeadSubscriber(t *testing.T) {
+	// dead never answers; it lets go only when the attempt times out.
+	dead := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		<-r.Context().Done()
+		return http.StatusServiceUnavailable
+	})
+	live := newReceiver(t, ok)
+	const n, concurrency = 200, 2
+	tr := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), host: dead.srv.Listener.Addr().String()}
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, webhook.Config{
+		Subscribers:    []string{dead.url(), live.url()},
+		Client:         &http.Client{Transport: tr},
+		AttemptTimeout: 200 * time.Millisecond,
+		Concurrency:    concurrency,
+		MaxInFlight:    10,
+		MaxAge:         time.Hour,
+	})
+	ps := newPlantStore(mo, d)
+	// Creates, and so Add and Notify, complete while dead holds every
+	// worker it is allowed.
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+		d.Notify()
+	}
+	waitFor(t, "live to receive every event", func() bool {
+		_, delivered, _ := live.stats()
+		return len(delivered) == n
+	})
+	waitFor(t, "dead to time out an attempt", func() bool {
+		attempts, _, _ := dead.stats()
+		return len(attempts) > 0
+	})
+
+	// An attempt to live may time out after live handled it, on a loaded
+	// machine; only then may live receive an event twice.
+	liveAttempts, _, _ := live.stats()
+	for id, n := range liveAttempts {
+		if failed := "subscriber_index=1 webhook-id=" + id; n > 1 && !strings.Contains(l.String(), failed) {
+			t.Errorf("live received %s %d times, and no attempt of it failed", id, n)
+		}
+	}
+	if got := tr.maxActive.Load(); got > concurrency {
+		t.Errorf("%d attempts to dead at once, want at most Concurrency, %d", got, concurrency)
+	}
+	attempts, delivered, _ := dead.stats()
+	if len(attempts) > 10 {
+		t.Errorf("dead was sent %d events, want at most MaxInFlight, 10, while none succeeds", len(attempts))
+	}
+	if len(delivered) != 0 {
+		t.Errorf("dead delivered %v, want none", delivered)
+	}
+	if got := mo.Len(); got != n {
+		t.Errorf("outbox holds %d events, want all %d: dead has not received them", got, n)
+	}
+}
+
+// countingTransport counts the requests to host in flight at once.
+type countingTransport struct {
+	base              http.RoundTripper
+	host              string
+	active, maxActive atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != c.host {
+		return c.base.RoundTrip(r)
+	}
+	n := c.active.Add(1)
+	defer c.active.Add(-1)
+	for {
+		m := c.maxActive.Load()
+		if n <= m || c.maxActive.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.base.RoundTrip(r)
+}
+
+func TestRedirectNotFollowed(t *testing.T) {
+	target := newReceiver(t, ok)
+	redirect := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) int {
+		w.Header().Set("Location", target.url())
+		return http.StatusTemporaryRedirect
+	})
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{redirect.url()}, MaxAge: 100 * time.Millisecond})
+	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
+	waitFor(t, "the event to be abandoned", func() bool { return mo.Len() == 0 })
+
+	if attempts, _, _ := target.stats(); len(attempts) != 0 {
+		t.Errorf("redirect target received %v, want nothing", attempts)
+	}
+	if attempts, delivered, _ := redirect.stats(); len(attempts) != 1 || len(delivered) != 0 {
+		t.Errorf("redirecting subscriber: attempts %v, delivered %v; want attempts for one id, none delivered", attempts, delivered)
+	}
+	if !strings.Contains(l.String(), "status 307") || !strings.Contains(l.String(), "abandoned") {
+		t.Errorf("logs do not report the 307 and the abandonment:\n%s", l)
+	}
+}
+
+func TestMaxAgeAbandons(t *testing.T) {
+	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
+	live := newReceiver(t, ok)
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, webhook.Config{
+		Subscribers: []string{failing.url(), live.url()},
+		MaxAge:      100 * time.Millisecond,
+	})
+	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
+	waitFor(t, "the event to be deleted", func() bool { return mo.Len() == 0 })
+
+	if attempts, _, _ := failing.stats(); len(attempts) != 1 {
+		t.Errorf("failing subscriber attempts %v, want attempts for one id", attempts)
+	}
+	if _, delivered, _ := live.stats(); !onceEach(1)(delivered) {
+		t.Errorf("live deliveries %v, want one", delivered)
+	}
+	if got := strings.Count(l.String(), "abandoned"); got != 1 {
+		t.Errorf("logged %d abandonments, want 1:\n%s", got, l)
+	}
+}
+
+func TestManyConcurrentCreates(t *testing.T) {
+	const goroutines, perGoroutine = 20, 100
+	const n = goroutines * perGoroutine
+	a, b := newReceiver(t, ok), newReceiver(t, ok)
+	mo := webhook.NewMemoryOutbox()
+	d, _, _ := start(t, mo, webhook.Config{Subscribers: []string{a.url(), b.url()}, MaxInFlight: 300})
+	ps := newPlantStore(mo, d)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perGoroutine {
+				np := plantstore.NewPlant{ID: int64(g*perGoroutine + i + 1), Name: "p"}
+				if _, err := ps.Create(context.Background(), np); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d creates failed", failed.Load())
+	}
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+
+	want := make([]int64, n)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	for _, rc := range []*receiver{a, b} {
+		attempts, delivered, _ := rc.stats()
+		if !onceEach(n)(attempts) || !onceEach(n)(delivered) {
+			t.Errorf("%d webhook-ids received; want %d, each sent and delivered once", len(attempts), n)
+		}
+		if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+			t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// revealOutbox is an Outbox whose events can be hidden, as an event is
+// when its transaction commits after one with a greater Seq.
+type revealOutbox struct {
+	mu      sync.Mutex
+	events  []plantstore.Event
+	hidden  map[int64]bool
+	deleted map[int64]bool
+}
+
+func (o *revealOutbox) PendingEvents(_ context.Context, after int64, limit int) ([]plantstore.Event, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := []plantstore.Event{}
+	for _, ev := range o.events {
+		if ev.Seq > after && !o.hidden[ev.Seq] && !o.deleted[ev.Seq] && len(out) < limit {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+func (o *revealOutbox) DeleteEvent(_ context.Context, seq int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.deleted[seq] = true
+	return nil
+}
+
+func (o *revealOutbox) reveal() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	clear(o.hidden)
+}
+
+func (o *revealOutbox) deletedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.deleted)
+}
+
+func TestEventCommittedOutOfOrder(t *testing.T) {
+	o := &revealOutbox{hidden: map[int64]bool{2: true, 4: true}, deleted: map[int64]bool{}}
+	for seq := range int64(5) {
+		o.events = append(o.events, plantstore.Event{Seq: seq + 1, Plant: plantstore.Plant{ID: seq + 1, Name: "p"}, Time: time.Now()})
+	}
+	a, b := newReceiver(t, ok), newReceiver(t, ok)
+	d, _, _ := start(t, o, webhook.Config{Subscribers: []string{a.url(), b.url()}})
+	waitFor(t, "the visible events to be deleted", func() bool { return o.deletedCount() == 3 })
+	o.reveal()
+	d.Notify()
+	waitFor(t, "every event to be deleted", func() bool { return o.deletedCount() == 5 })
+
+	for _, rc := range []*receiver{a, b} {
+		if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, rc.plantIDs(t)); diff != "" {
+			t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+		}
+		if attempts, _, _ := rc.stats(); !onceEach(5)(attempts) {
+			t.Errorf("attempts by webhook-id = %v, want each of 5 once", attempts)
+		}
+	}
+}
+
+// failingOutbox fails every call, as a storage that cannot be reached does.
+type failingOutbox struct{}
+
+var errDown = errors.New("outbox down")
+
+func (failingOutbox) PendingEvents(context.Context, int64, int) ([]plantstore.Event, error) {
+	return nil, errDown
+}
+func (failingOutbox) DeleteEvent(context.Context, int64) error { return errDown }
+
+func TestOutboxFailureIsLogged(t *testing.T) {
+	rc := newReceiver(t, ok)
+	_, l, stop := start(t, failingOutbox{}, webhook.Config{Subscribers: []string{rc.url()}})
+	waitFor(t, "the failure to be logged", func() bool { return strings.Contains(l.String(), errDown.Error()) })
+	stop()
+}
+
+func TestRunTwice(t *testing.T) {
+	d, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: testSecret, Subscribers: []string{"http://127.0.0.1:1/"}})
+	if err != nil {
+		t.Fatalf("New() = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.Run(ctx); err != nil {
+		t.Fatalf("Run() = %v, want nil once ctx is done", err)
+	}
+	if err := d.Run(ctx); !errors.Is(err, webhook.ErrRunning) {
+		t.Errorf("second Run() = %v, want ErrRunning", err)
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	good := "https://example.com/hooks"
+	tests := []struct {
+		name    string
+		cfg     webhook.Config
+		wantErr error
+	}{
+		{name: "no subscribers", cfg: webhook.Config{Secret: testSecret}},
+		{name: "relative URL", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"/hooks"}}},
+		{name: "no host", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"http:///hooks"}}},
+		{name: "other scheme", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"ftp://example.com/hooks"}}},
+		{name: "malformed URL", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"http://exa mple.com/%zz"}}},
+		{name: "one bad among good", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good, "example.com"}}},
+		{name: "no secret", cfg: webhook.Config{Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
+		{name: "bad whsec secret", cfg: webhook.Config{Secret: []byte("whsec_%%%"), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
+		{name: "negative timeout", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, AttemptTimeout: -1}},
+		{name: "negative concurrency", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, Concurrency: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := webhook.New(webhook.NewMemoryOutbox(), tt.cfg)
+			if err == nil {
+				t.Fatalf("New() = %v, nil; want an error", d)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("New() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: []byte("raw bytes"), Subscribers: []string{good, "http://127.0.0.1:8080"}}); err != nil {
+		t.Errorf("New() with a valid config = %v", err)
+	}
+}

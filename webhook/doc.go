@@ -1,0 +1,24 @@
+// Package webhook delivers "plant added" events to HTTP subscribers, signed
+// the Standard Webhooks way and delivered at least once.
+//
+// A [Dispatcher] reads events from a [plantstore.Outbox] and POSTs each one
+// to every subscriber. The outbox is either a [MemoryOutbox], fed by
+// [plantstore.OnCreate], or a durable storage that records the event in the
+// same transaction as the plant:
+//
+//	mo := webhook.NewMemoryOutbox()
+//	d, err := webhook.New(mo, webhook.Config{Subscribers: urls, Secret: secret})
+//	ps := plantstore.New(storage,
+//		plantstore.OnCreate(mo.Add),
+//		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
+//	go d.Run(ctx)
+//
+// Each delivery carries the headers webhook-id, webhook-timestamp and
+// webhook-signature. Receivers check them with [Verify] and drop
+// deliveries whose webhook-id they have already handled, since an event may
+// arrive more than once.
+//
+// [Verify] returns [ErrMissingHeader], [ErrTimestamp] or [ErrSignature],
+// checked with [errors.Is]; [New], [Sign] and [Verify] return [ErrSecret]
+// for a secret they cannot use.
+package webhook

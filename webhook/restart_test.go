@@ -1,0 +1,103 @@
+package webhook_test
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	_ "modernc.org/sqlite"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// openSQLite opens the Store with an outbox over the SQLite file at path,
+// closed at the end of the test or by close.
+func openSQLite(t *testing.T, path string) (s *sqlstore.Store, close func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatalf("sql.Open() = %v", err)
+	}
+	s, err = sqlstore.Open(context.Background(), db, sqlstore.SQLite, sqlstore.WithOutbox())
+	if err != nil {
+		db.Close()
+		t.Fatalf("sqlstore.Open() = %v", err)
+	}
+	var closed atomic.Bool
+	close = func() {
+		if closed.CompareAndSwap(false, true) {
+			s.Close()
+			db.Close()
+		}
+	}
+	t.Cleanup(close)
+	return s, close
+}
+
+func pendingCount(t *testing.T, o plantstore.Outbox) int {
+	t.Helper()
+	evs, err := o.PendingEvents(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatalf("PendingEvents() = %v", err)
+	}
+	return len(evs)
+}
+
+func TestRestartRedeliversPending(t *testing.T) {
+	const n = 5
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	path := filepath.Join(t.TempDir(), "plants.db")
+	cfg := webhook.Config{Subscribers: []string{rc.url()}}
+
+	// The first process creates plants while the receiver is down, then
+	// stops before any is delivered.
+	s1, close1 := openSQLite(t, path)
+	d1, _, stop1 := start(t, s1, cfg)
+	ps := plantstore.New(s1, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "Fern", Tag: "✓", HasTag: true})
+	}
+	waitFor(t, "an attempt of every event", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == n
+	})
+	stop1()
+	close1()
+	firstIDs, _, _ := rc.stats()
+
+	// The second process finds the events in the outbox and delivers them
+	// under the same webhook-ids.
+	down.Store(false)
+	s2, _ := openSQLite(t, path)
+	if got := pendingCount(t, s2); got != n {
+		t.Fatalf("after the restart %d events are pending, want %d", got, n)
+	}
+	start(t, s2, cfg)
+	waitFor(t, "the outbox to empty", func() bool { return pendingCount(t, s2) == 0 })
+
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) {
+		t.Errorf("deliveries by webhook-id = %v, want each of %d once", delivered, n)
+	}
+	for id := range attempts {
+		if _, ok := firstIDs[id]; !ok {
+			t.Errorf("webhook-id %s is new after the restart; want the ids of the first attempts, %v", id, firstIDs)
+		}
+	}
+	if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, rc.plantIDs(t)); diff != "" {
+		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+	}
+}
