@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# loopback-bench.sh compares plantstore's POST /plants throughput with the
+# floor server's (internal/floor: reads the body, answers a fixed 200) on this
+# machine, over loopback. The ratio plantstore/floor is the figure to read: it
+# does not depend on the hardware the way req/s does.
+#
+# Each server is pinned to one core and the load generator to another; the
+# servers alternate (floor, plantstore, floor, ...) for ROUNDS rounds and are
+# restarted each round, so that drift hits both alike.
+#
+# Usage: scripts/loopback-bench.sh            (from the repository root or anywhere)
+#
+# Environment (all optional):
+#   ROUNDS=5 DURATION=10s CONNS=32     rounds per server, length of one run, connections
+#   CLIENT=wrk                         wrk, or plantload (cmd/plantload) as a cross-check
+#   SERVER_CPU=0 CLIENT_CPU=1          cores to pin the server and the load generator to
+#   BENCH_TOKEN=loopback-bench         bearer token (the server gets it in PLANTSTORE_TOKENS)
+#   PLANTSTORE_BIN=path                run this binary instead of building ./cmd/plantstore
+#   PLANTSTORE_ARGS="-addr 127.0.0.1:0 -db memory"   its arguments
+#   BENCH_KEEP=dir                     keep every run's raw output in dir
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+CLIENT=${CLIENT:-wrk}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+BENCH_TOKEN=${BENCH_TOKEN:-loopback-bench}
+PLANTSTORE_ARGS=${PLANTSTORE_ARGS:--addr 127.0.0.1:0 -db memory}
+export BENCH_TOKEN
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+lua="$repo/scripts/loopback-post.lua"
+tmp=$(mktemp -d)
+server_pid=""
+
+cleanup() {
+	if [[ -n $server_pid ]]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	if [[ -n ${BENCH_KEEP:-} ]]; then
+		mkdir -p "$BENCH_KEEP" && cp "$tmp"/*.out "$BENCH_KEEP"/ 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() { echo "loopback-bench: $*" >&2; exit 1; }
+
+if (( $(nproc) < 2 )); then
+	die "need at least 2 cores (server and load generator pinned apart), have $(nproc)"
+fi
+command -v taskset >/dev/null || die "taskset not found (package util-linux)"
+case $CLIENT in
+wrk)
+	if ! command -v wrk >/dev/null; then
+		echo "loopback-bench: wrk is missing; installing it with apt-get install -y wrk" >&2
+		apt-get install -y wrk >&2 || { apt-get update >&2 && apt-get install -y wrk >&2; } \
+			|| die "could not install wrk"
+	fi
+	;;
+plantload) ;;
+*) die "CLIENT must be wrk or plantload, not $CLIENT" ;;
+esac
+
+echo "building into $tmp" >&2
+(
+	cd "$repo"
+	go build -o "$tmp/floorserver" ./internal/floor/cmd/floorserver
+	go build -o "$tmp/plantload" ./cmd/plantload
+	if [[ -z ${PLANTSTORE_BIN:-} ]]; then
+		go build -o "$tmp/plantstore" ./cmd/plantstore
+	fi
+)
+plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
+
+# start_server NAME: starts the server pinned to SERVER_CPU and sets
+# server_pid and server_url once it prints its listening line.
+start_server() {
+	local name=$1 out="$tmp/server.out"
+	: >"$out"
+	case $name in
+	floor) taskset -c "$SERVER_CPU" "$tmp/floorserver" -addr 127.0.0.1:0 >"$out" 2>"$tmp/server.err" & ;;
+	plantstore)
+		# shellcheck disable=SC2086 # PLANTSTORE_ARGS is a list of words.
+		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$plantstore_bin" $PLANTSTORE_ARGS \
+			>"$out" 2>"$tmp/server.err" &
+		;;
+	esac
+	server_pid=$!
+	server_url=""
+	for _ in $(seq 100); do
+		server_url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$out" | head -n1)
+		[[ -n $server_url ]] && return 0
+		kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/server.err" >&2; die "$name exited before listening"; }
+		sleep 0.1
+	done
+	cat "$tmp/server.err" >&2
+	die "$name did not print 'listening on http://127.0.0.1:PORT' within 10s"
+}
+
+stop_server() {
+	kill "$server_pid" 2>/dev/null || true
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
+}
+
+# load OUT: drives server_url from CLIENT_CPU and prints "REQS P99MS BAD",
+# BAD being the responses other than 200 plus transport errors.
+load() {
+	local out=$1
+	case $CLIENT in
+	wrk)
+		BENCH_ID_BASE=$(( $(date +%s) * 1000000 + RANDOM * 10 )) \
+			taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$lua" "$server_url" >"$out"
+		awk '
+			/^Requests\/sec:/ { reqs = $2 }
+			/^ +99%/ {
+				v = $2; unit = v; sub(/^[0-9.]+/, "", unit); sub(/[a-z]+$/, "", v)
+				p99 = v * (unit == "us" ? 0.001 : unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : 0)
+			}
+			/Non-2xx or 3xx responses:/ { bad += $NF }
+			/Socket errors:/ { for (i = 4; i <= NF; i += 2) { v = $i; sub(/,/, "", v); bad += v } }
+			END { printf "%s %.3f %d\n", reqs, p99, bad }' "$out"
+		;;
+	plantload)
+		taskset -c "$CLIENT_CPU" "$tmp/plantload" -url "$server_url" -token "$BENCH_TOKEN" \
+			-c "$CONNS" -d "$DURATION" >"$out" || true
+		awk -F': *' '
+			$1 == "req/s" { reqs = $2 }
+			$1 == "latency p99" { p99 = $2; sub(/ms$/, "", p99) }
+			$1 ~ /^status / && $1 != "status 200" { bad += $2 }
+			$1 == "transport errors" { bad += $2 }
+			END { printf "%s %.3f %d\n", reqs, p99, bad }' "$out"
+		;;
+	esac
+}
+
+# median prints the median of its arguments.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
+echo "$(nproc) cores; server on core $SERVER_CPU, $CLIENT on core $CLIENT_CPU; $ROUNDS rounds of $DURATION, $CONNS connections; all on 127.0.0.1" >&2
+declare -a floor_rps floor_p99 ps_rps ps_p99
+bad_total=0
+printf '%-6s %-11s %12s %10s %8s\n' round server req/s p99_ms non200
+for round in $(seq "$ROUNDS"); do
+	for name in floor plantstore; do
+		start_server "$name"
+		read -r rps p99 bad < <(load "$tmp/$name-$round.out")
+		stop_server
+		[[ -n $rps ]] || die "no req/s in $CLIENT's output for $name round $round: $(cat "$tmp/$name-$round.out")"
+		printf '%-6s %-11s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
+		bad_total=$(( bad_total + bad ))
+		if [[ $name == floor ]]; then floor_rps+=("$rps"); floor_p99+=("$p99")
+		else ps_rps+=("$rps"); ps_p99+=("$p99"); fi
+	done
+done
+
+mf=$(median "${floor_rps[@]}"); mfp=$(median "${floor_p99[@]}")
+mp=$(median "${ps_rps[@]}"); mpp=$(median "${ps_p99[@]}")
+printf '%-6s %-11s %12.1f %10.3f\n' median floor "$mf" "$mfp"
+printf '%-6s %-11s %12.1f %10.3f\n' median plantstore "$mp" "$mpp"
+awk -v mf="$mf" -v mp="$mp" -v mfp="$mfp" -v mpp="$mpp" 'BEGIN {
+	printf "ratio plantstore/floor: req/s %.3f, p99 %.3f\n", mp / mf, (mfp > 0 ? mpp / mfp : 0)
+}'
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if (( bad_total > 0 )); then
+	echo "loopback-bench: WARNING: $bad_total responses were not 200 or failed; the figures are not of successful creates" >&2
+	exit 2
+fi
