@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -256,10 +257,10 @@ func testListOrder(t *testing.T, s plantstore.Storage) {
 
 func testListPaging(t *testing.T, s plantstore.Storage) {
 	ctx := context.Background()
-	const n = 1000
+	const n = 300
 	var want []int64
 	for i := range n {
-		id := int64(i*7919%n)*3 - 1500 // a scrambled insertion order
+		id := int64(i*7919%n)*3 - 450 // a scrambled insertion order
 		want = append(want, id)
 		mustCreate(t, s, plantstore.Plant{ID: id, Name: "x"})
 	}
@@ -279,13 +280,9 @@ func testListPaging(t *testing.T, s plantstore.Storage) {
 		got = append(got, ids(page)...)
 		from = page[len(page)-1].ID + 1
 	}
-	if len(got) != n {
-		t.Fatalf("paging returned %d plants, want %d", len(got), n)
-	}
-	for i := 1; i < len(got); i++ {
-		if got[i-1] >= got[i] {
-			t.Fatalf("paging out of order at %d: %d then %d", i, got[i-1], got[i])
-		}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ids seen paging through 64 at a time (-want +got):\n%s", diff)
 	}
 }
 

@@ -42,8 +42,15 @@ type options struct {
 	maxBody         int64
 	conventional    bool
 	shutdownTimeout time.Duration
-	webhooks        []string
-	webhookSecret   string
+	// readHeaderTimeout and readTimeout bound how long a client may take
+	// to send a request's headers, and its whole request, so that slow
+	// clients cannot hold connections forever. They are flags so that
+	// tests of those limits need not wait for the production values; the
+	// README does not list them.
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	webhooks          []string
+	webhookSecret     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,6 +64,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
 	fs.Func("webhook", "subscriber `URL` for plant-added webhooks (repeatable)", func(s string) error {
 		o.webhooks = append(o.webhooks, s)
 		return nil
@@ -70,6 +79,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxBody <= 0 {
 		return o, errors.New("-max-body must be positive")
+	}
+	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 {
+		return o, errors.New("-read-header-timeout and -read-timeout must be positive")
 	}
 	return o, nil
 }
@@ -129,8 +141,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	srv := &http.Server{
 		Handler:           httpapi.New(ps, hopts...),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readTimeout,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -179,17 +178,4 @@ func TestTokenFile(t *testing.T) {
 	if strings.Contains(stderr.String(), "file-token") {
 		t.Errorf("the log holds a token:\n%s", stderr)
 	}
-}
-
-// readLine returns the first line of r that starts with prefix.
-func readLine(t *testing.T, r io.Reader, prefix string) string {
-	t.Helper()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-			return rest
-		}
-	}
-	t.Fatalf("no line starting with %q", prefix)
-	return ""
 }

@@ -1,0 +1,101 @@
+// Command customstorage serves the Plant Store API over a Storage written
+// for it: plants kept in a sorted slice. Any Storage that passes
+// storagetest.Run can take its place.
+//
+//	go run ./examples/customstorage
+package main
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// sliceStorage keeps plants sorted by id in a slice. It is simple, not
+// fast: Create and Delete cost O(n).
+type sliceStorage struct {
+	mu     sync.Mutex
+	plants []plantstore.Plant
+}
+
+var _ plantstore.Storage = (*sliceStorage)(nil)
+
+func (s *sliceStorage) find(id int64) (int, bool) {
+	return slices.BinarySearchFunc(s.plants, id, func(p plantstore.Plant, id int64) int {
+		switch {
+		case p.ID < id:
+			return -1
+		case p.ID > id:
+			return 1
+		}
+		return 0
+	})
+}
+
+func (s *sliceStorage) Create(ctx context.Context, p plantstore.Plant) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, found := s.find(p.ID)
+	if found {
+		return plantstore.ErrConflict
+	}
+	s.plants = slices.Insert(s.plants, i, p)
+	return nil
+}
+
+func (s *sliceStorage) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
+	if err := ctx.Err(); err != nil {
+		return plantstore.Plant{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, found := s.find(id)
+	if !found {
+		return plantstore.Plant{}, plantstore.ErrNotFound
+	}
+	return s.plants[i], nil
+}
+
+func (s *sliceStorage) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, _ := s.find(from)
+	end := min(i+limit, len(s.plants))
+	return append([]plantstore.Plant{}, s.plants[i:end]...), nil
+}
+
+func (s *sliceStorage) Delete(ctx context.Context, id int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, found := s.find(id)
+	if !found {
+		return plantstore.ErrNotFound
+	}
+	s.plants = slices.Delete(s.plants, i, i+1)
+	return nil
+}
+
+func main() {
+	token := os.Getenv("PLANTSTORE_TOKEN")
+	if token == "" {
+		log.Fatal("set PLANTSTORE_TOKEN to the bearer token clients must send")
+	}
+	h := httpapi.New(plantstore.New(&sliceStorage{}), httpapi.WithTokens(token))
+	log.Println("listening on http://127.0.0.1:8082")
+	log.Fatal(http.ListenAndServe("127.0.0.1:8082", h))
+}

@@ -1,0 +1,49 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+func ExampleNew() {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	h := httpapi.New(ps, httpapi.WithTokens("s3cret"))
+
+	send := func(token, body string) {
+		req := httptest.NewRequest("POST", "/plants", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Body)
+	}
+	send("s3cret", `{"id":1,"name":"Monstera","tag":"indoor"}`)
+	send("s3cret", `{"id":1,"name":"Fern"}`)
+	send("wrong", `{"id":2,"name":"Fern"}`)
+	send("s3cret", `{"id":"2","name":"Fern"}`)
+	// Output:
+	// 200 {"name":"Monstera","tag":"indoor"}
+	// 400 {"error":409,"message":"a plant with this id already exists"}
+	// 400 {"error":401,"message":"invalid bearer token"}
+	// 400 {"error":400,"message":"invalid id: must be an integer"}
+}
+
+func ExampleNew_mounted() {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens("s3cret"))))
+
+	req := httptest.NewRequest("POST", "/api/plants", strings.NewReader(`{"id":7,"name":"Aloe"}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	fmt.Println(rec.Code, rec.Body)
+	// Output:
+	// 200 {"name":"Aloe"}
+}

@@ -1,0 +1,135 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type listedPlant struct {
+	ID   int64   `json:"id"`
+	Name string  `json:"name"`
+	Tag  *string `json:"tag,omitempty"`
+}
+
+func (e *testEnv) list(query string) ([]listedPlant, response) {
+	e.t.Helper()
+	r := e.do("GET", "/plants"+query, nil, "")
+	if r.status != http.StatusOK {
+		return nil, r
+	}
+	var page []listedPlant
+	if err := json.Unmarshal(r.body, &page); err != nil || page == nil {
+		e.t.Fatalf("GET /plants%s: body %s is not a JSON array: %v", query, r.body, err)
+	}
+	return page, r
+}
+
+func TestList(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, body := range []string{
+		`{"id":30,"name":"c"}`, `{"id":-5,"name":"a","tag":""}`, `{"id":10,"name":"b","tag":"t"}`,
+	} {
+		if r := e.do("POST", "/plants", nil, body); r.status != 200 {
+			t.Fatalf("create %s: %d %s", body, r.status, r.body)
+		}
+	}
+	empty, tagged := "", "t"
+	all := []listedPlant{{-5, "a", &empty}, {10, "b", &tagged}, {30, "c", nil}}
+	tests := []struct {
+		query    string
+		want     []listedPlant
+		wantLink string
+	}{
+		{"", all, ""},
+		{"?limit=2", all[:2], `</plants?limit=2&after=10>; rel="next"`},
+		{"?limit=2&after=10", all[2:], ""},
+		{"?after=-5", all[1:], ""},
+		{"?after=30", []listedPlant{}, ""},
+		{"?after=9223372036854775807", []listedPlant{}, ""},
+		{"?limit=1000&unknown=x", all, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			got, r := e.list(tt.query)
+			if r.status != 200 {
+				t.Fatalf("status %d %s", r.status, r.body)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("page mismatch (-want +got):\n%s", diff)
+			}
+			if link := r.header.Get("Link"); link != tt.wantLink {
+				t.Errorf("Link = %q, want %q", link, tt.wantLink)
+			}
+		})
+	}
+	// An absent tag is absent from the item, not null.
+	_, r := e.list("?after=10")
+	if strings.Contains(string(r.body), "tag") {
+		t.Errorf("body %s lists a tag for a plant without one", r.body)
+	}
+}
+
+func TestListRejects(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, query := range []string{
+		"?limit=0", "?limit=-1", "?limit=1001", "?limit=abc", "?limit=1.5", "?limit=", "?limit=1&limit=2",
+		"?limit=99999999999", "?after=x", "?after=9223372036854775808", "?after=",
+	} {
+		t.Run(query, func(t *testing.T) {
+			e.do("GET", "/plants"+query, nil, "").wantError(t, 400, 400)
+		})
+	}
+	e.do("GET", "/plants", map[string]string{"Authorization": ""}, "").wantError(t, 400, 401)
+}
+
+func TestDelete(t *testing.T) {
+	e := newEnv(t, nil)
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"old","tag":"x"}`); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	r := e.do("DELETE", "/plants/1", nil, "")
+	if r.status != http.StatusNoContent || len(r.body) != 0 {
+		t.Fatalf("delete = %d %q, want 204 with no body", r.status, r.body)
+	}
+	e.do("DELETE", "/plants/1", nil, "").wantError(t, 400, 404)
+	e.do("DELETE", "/plants/abc", nil, "").wantError(t, 400, 400)
+	e.do("DELETE", "/plants/9223372036854775808", nil, "").wantError(t, 400, 400)
+	e.do("DELETE", "/plants/2", map[string]string{"Authorization": ""}, "").wantError(t, 400, 401)
+	// The id may be created again, with new content.
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"new"}`); r.status != 200 || string(r.body) != `{"name":"new"}` {
+		t.Fatalf("create after delete = %d %s", r.status, r.body)
+	}
+}
+
+func TestListPagesThroughManyPlants(t *testing.T) {
+	e := newEnv(t, nil)
+	const n = 2500
+	for i := range n {
+		if r := e.do("POST", "/plants", nil, fmt.Sprintf(`{"id":%d,"name":"p"}`, (i*7)%n)); r.status != 200 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	seen, query := 0, "?limit=1000"
+	for {
+		page, r := e.list(query)
+		for i, p := range page {
+			if p.ID != int64(seen+i) {
+				t.Fatalf("page %s item %d has id %d, want %d", query, i, p.ID, seen+i)
+			}
+		}
+		seen += len(page)
+		link := r.header.Get("Link")
+		if link == "" {
+			break
+		}
+		query = strings.TrimPrefix(strings.Split(link, ">")[0], "</plants")
+	}
+	if seen != n {
+		t.Errorf("paging saw %d plants, want %d", seen, n)
+	}
+}

@@ -1,0 +1,218 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// batchTimeout bounds one group commit, so that a database that stops
+// answering without closing its connections fails the batch instead of
+// holding its callers forever.
+const batchTimeout = 30 * time.Second
+
+// outboxLockKey is the PostgreSQL advisory lock that writers of events hold
+// until they commit, so that events commit in seq order and a reader that
+// has seen seq n never later finds an event below n appear.
+const outboxLockKey = 0x706c616e74730002 // "plants" 2
+
+// A createReq is one Create waiting for the committer.
+type createReq struct {
+	plant plantstore.Plant
+	done  chan error // buffered: the committer never waits on a caller
+}
+
+// Create implements [plantstore.Storage.Create]. A nil error means the plant
+// is committed and durable (see the package documentation).
+//
+// With group commit, a Create whose ctx ends before the committer takes it
+// returns the context's error and stores nothing; once taken, Create waits
+// for its batch's outcome, which is bounded by a 30 s timeout. Errors: an
+// error wrapping [plantstore.ErrConflict] when p.ID is taken (by a plant
+// stored before, or by an earlier Create in the same batch);
+// [plantstore.ErrUnavailable] when the database cannot be reached, when the
+// batch failed as a whole, or after [Store.Close]; the context's error;
+// any other failure, wrapped.
+func (s *Store) Create(ctx context.Context, p plantstore.Plant) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlstore: create plant: %w", err)
+	}
+	select {
+	case <-s.closed:
+		return errClosed
+	default:
+	}
+	if !s.cfg.group {
+		if err := s.lockWrites(ctx); err != nil {
+			return err
+		}
+		defer s.unlockWrites()
+		return s.insert(ctx, ctx, []*createReq{{plant: p}})[0]
+	}
+	r := &createReq{plant: p, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+		return <-r.done
+	case <-ctx.Done():
+		return fmt.Errorf("sqlstore: create plant: %w", ctx.Err())
+	case <-s.closed:
+		return errClosed
+	}
+}
+
+// commitLoop is the committer: it takes every waiting Create, up to
+// maxBatch, stores them in one transaction, answers each, and repeats.
+// It never waits for more Creates to arrive once it has one.
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	batch := make([]*createReq, 0, maxBatch)
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-s.closed:
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commitBatch(batch)
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+func (s *Store) commitBatch(batch []*createReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	var errs []error
+	if err := s.lockWrites(ctx); err != nil {
+		errs = make([]error, len(batch))
+		for i := range errs {
+			errs[i] = fmt.Errorf("sqlstore: create plant: %v: %w", err, plantstore.ErrUnavailable)
+		}
+	} else {
+		// The batch's own deadline is not a caller's: when it passes, the
+		// database has not answered, which is unavailability.
+		errs = s.insert(ctx, context.Background(), batch)
+		s.unlockWrites()
+	}
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+}
+
+// insert stores the plants of reqs in one transaction and returns each
+// one's outcome, in order: nil, ErrConflict for a taken id (the first of
+// several with one id wins), or, when the transaction failed, the same
+// error for all. A failure is reported as the caller's when callerCtx has
+// ended.
+func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []error {
+	errs := make([]error, len(reqs))
+
+	// Insert in ascending id order, so that concurrent transactions
+	// inserting overlapping ids lock them in one order and cannot
+	// deadlock. Later duplicates within reqs are conflicts outright.
+	order := make([]int, 0, len(reqs))
+	first := make(map[int64]int, len(reqs))
+	for i, r := range reqs {
+		if _, dup := first[r.plant.ID]; dup {
+			errs[i] = plantstore.ErrConflict
+			continue
+		}
+		first[r.plant.ID] = i
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].plant.ID, reqs[b].plant.ID) })
+
+	inserted, err := s.insertTx(ctx, reqs, order)
+	if err != nil {
+		err = failure(callerCtx, "create plant", err)
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	for _, i := range order {
+		if !inserted[reqs[i].plant.ID] {
+			errs[i] = plantstore.ErrConflict
+		}
+	}
+	return errs
+}
+
+// insertTx inserts the plants reqs[order[0]], reqs[order[1]], ..., whose
+// ids are distinct, and returns the ids it inserted.
+func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (map[int64]bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	// After Commit this does nothing; before it, the error that got here
+	// is the one to report.
+	defer func() { _ = tx.Rollback() }()
+
+	if s.cfg.outbox && s.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(outboxLockKey)); err != nil {
+			return nil, err
+		}
+	}
+	args := make([]any, 0, 3*len(order))
+	for _, i := range order {
+		p := reqs[i].plant
+		args = append(args, p.ID, p.Name, tagValue(p))
+	}
+	inserted := make(map[int64]bool, len(order))
+	rows, err := tx.QueryContext(ctx, s.q.insertPlants(len(order)), args...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		inserted[id] = true
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	if s.cfg.outbox && len(inserted) > 0 {
+		now := time.Now().UnixMicro()
+		args = args[:0]
+		for _, i := range order {
+			p := reqs[i].plant
+			if inserted[p.ID] {
+				args = append(args, p.ID, p.Name, tagValue(p), now)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q.insertEvents(len(inserted)), args...); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return inserted, nil
+}
+
+// tagValue is p's tag as stored: NULL when p has none.
+func tagValue(p plantstore.Plant) sql.NullString {
+	return sql.NullString{String: p.Tag, Valid: p.HasTag}
+}

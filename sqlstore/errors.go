@@ -1,0 +1,85 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/plantstore/plantstore"
+)
+
+var (
+	// ErrNotDurable reports that the database is configured so that a
+	// commit could be lost in a crash: on SQLite, a connection not in WAL
+	// mode with synchronous=FULL and a busy timeout (open it with
+	// [SQLiteDSN]); on PostgreSQL, fsync or synchronous_commit off.
+	ErrNotDurable = errors.New("sqlstore: database settings do not make commits durable")
+
+	// ErrSchemaTooNew reports that the database was migrated by a later
+	// version of this package, whose schema this one does not know.
+	ErrSchemaTooNew = errors.New("sqlstore: database schema is newer than this program")
+
+	// errClosed is what Create returns once the Store is closed.
+	errClosed = fmt.Errorf("sqlstore: store closed: %w", plantstore.ErrUnavailable)
+)
+
+// failure wraps err, the failure of op, with what it means for the caller:
+// the context's error when ctx has ended, [plantstore.ErrUnavailable] when
+// the database could not be reached or failed before answering, or else
+// err alone.
+func failure(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("sqlstore: %s: %w", op, ctxErr)
+	}
+	if !transient(err) {
+		return fmt.Errorf("sqlstore: %s: %w", op, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline of the driver's own, such as a connect timeout: the
+		// caller's context is live, so the context errors must not be
+		// reachable from what is returned.
+		return fmt.Errorf("sqlstore: %s: %v: %w", op, err, plantstore.ErrUnavailable)
+	}
+	return fmt.Errorf("sqlstore: %s: %w: %w", op, err, plantstore.ErrUnavailable)
+}
+
+// transient reports whether err means the database could not be reached or
+// could not serve the request now, as opposed to rejecting it. Errors that
+// carry a database error code are judged by it; every other error
+// (driver.ErrBadConn, sql.ErrConnDone, network errors, io.EOF, timeouts)
+// comes from the connection and is transient.
+func transient(err error) bool {
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		state := pg.SQLState()
+		if len(state) < 2 {
+			return true
+		}
+		switch state[:2] {
+		case "08", // connection exception
+			"40", // transaction rollback: serialization failure, deadlock
+			"53", // insufficient resources: disk full, too many connections
+			"57", // operator intervention: shutdown, statement timeout
+			"58": // system error: I/O error
+			return true
+		}
+		return state == "55P03" // lock not available
+	}
+	var lite interface{ Code() int }
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff { // the primary result code
+		case 5, // SQLITE_BUSY
+			6,  // SQLITE_LOCKED
+			7,  // SQLITE_NOMEM
+			8,  // SQLITE_READONLY
+			9,  // SQLITE_INTERRUPT
+			10, // SQLITE_IOERR
+			13, // SQLITE_FULL
+			14, // SQLITE_CANTOPEN
+			15: // SQLITE_PROTOCOL
+			return true
+		}
+		return false
+	}
+	return true
+}

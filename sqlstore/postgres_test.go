@@ -1,0 +1,183 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+func TestTwoStoresRaceForOneID(t *testing.T) {
+	_, dsn := postgresBackend.newDB(t)
+	// Two *sql.DBs and two Stores, as two processes would have: one with
+	// group commit, one without.
+	stores := []*Store{
+		openStore(t, openDB(t, "pgx", dsn), Postgres),
+		openStore(t, openDB(t, "pgx", dsn), Postgres, WithoutGroupCommit()),
+	}
+	const racers, rounds = 32, 20
+	for round := range rounds {
+		id := int64(round)
+		var wg sync.WaitGroup
+		errs := make([]error, racers)
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				p := plantstore.Plant{ID: id, Name: fmt.Sprint("racer ", i)}
+				errs[i] = stores[i%len(stores)].Create(context.Background(), p)
+			})
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners++
+			case !errors.Is(err, plantstore.ErrConflict):
+				t.Fatalf("id %d: racer %d got %v, want nil or ErrConflict", id, i, err)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("id %d: %d racers won, want exactly 1", id, winners)
+		}
+	}
+}
+
+// lockWaiters returns how many sessions of the application named app wait
+// for a lock.
+func lockWaiters(t *testing.T, admin *sql.DB, app string) int {
+	t.Helper()
+	var n int
+	err := admin.QueryRow(`SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n)
+	if err != nil {
+		t.Fatalf("read pg_stat_activity: %v", err)
+	}
+	return n
+}
+
+// waitForLockWaiters waits until n sessions of app wait for a lock.
+func waitForLockWaiters(t *testing.T, admin *sql.DB, app string, n int) {
+	t.Helper()
+	for i := 0; lockWaiters(t, admin, app) < n; i++ {
+		if i == 2000 {
+			t.Fatalf("%d sessions never waited for a lock", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCancelStopsBlockedQuery cancels calls while their statements wait for
+// a row another transaction holds, so that they can only return by having
+// their query cancelled.
+func TestCancelStopsBlockedQuery(t *testing.T) {
+	db, dsn := postgresBackend.newDB(t)
+	app := appName(t, dsn)
+	s := openStore(t, db, Postgres, WithoutGroupCommit())
+	ctx := context.Background()
+	if err := s.Create(ctx, plantstore.Plant{ID: 2, Name: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := openDB(t, "pgx", dsn).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.Exec(`INSERT INTO plants (id, name) VALUES (1, 'uncommitted')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(`UPDATE plants SET name = 'locked' WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	admin := openDB(t, "pgx", postgresDSN(t))
+
+	tests := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"Create", func(ctx context.Context) error { return s.Create(ctx, plantstore.Plant{ID: 1, Name: "blocked"}) }},
+		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, 2) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tt.call(ctx) }()
+			waitForLockWaiters(t, admin, app, 1)
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("%s cancelled while blocked = %v, want context.Canceled", tt.name, err)
+			}
+		})
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Plant(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Errorf("Plant(1) after the cancelled Create = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Plant(ctx, 2); err != nil {
+		t.Errorf("Plant(2) after the cancelled Delete = %v, want the plant", err)
+	}
+}
+
+// TestCancelBeforeJoiningBatch cancels a Create while the committer is busy
+// with an earlier batch: it returns at once and stores nothing, while the
+// earlier batch's caller gets the batch's outcome.
+func TestCancelBeforeJoiningBatch(t *testing.T) {
+	db, dsn := postgresBackend.newDB(t)
+	app := appName(t, dsn)
+	s := openStore(t, db, Postgres)
+	ctx := context.Background()
+	holder, err := openDB(t, "pgx", dsn).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.Exec(`INSERT INTO plants (id, name) VALUES (1, 'uncommitted')`); err != nil {
+		t.Fatal(err)
+	}
+	admin := openDB(t, "pgx", postgresDSN(t))
+
+	first := make(chan error, 1)
+	go func() { first <- s.Create(ctx, plantstore.Plant{ID: 1, Name: "first"}) }()
+	waitForLockWaiters(t, admin, app, 1) // the committer is inside the first batch
+
+	cctx, cancel := context.WithCancel(ctx)
+	second := make(chan error, 1)
+	go func() { second <- s.Create(cctx, plantstore.Plant{ID: 2, Name: "cancelled"}) }()
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Errorf("Create cancelled before joining a batch = %v, want context.Canceled", err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("Create in the blocked batch = %v, want nil", err)
+	}
+	if _, err := s.Plant(ctx, 2); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Errorf("Plant(2) after its Create was cancelled = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Plant(ctx, 1); err != nil {
+		t.Errorf("Plant(1) = %v, want the plant", err)
+	}
+}
+
+// appName returns the application_name that dsn sets.
+func appName(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("application_name")
+}

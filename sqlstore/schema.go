@@ -1,0 +1,225 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// SQLiteDSN returns the modernc.org/sqlite data source name that opens the
+// database file at path with the settings a Store needs on every
+// connection: WAL journal, synchronous=FULL (a commit is flushed before it
+// returns, so it survives power loss), a 10 s busy timeout for writers in
+// other processes, and IMMEDIATE transactions. Open the database with
+//
+//	sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+func SQLiteDSN(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath() + "?" +
+		"_pragma=busy_timeout(10000)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(FULL)" +
+		"&_txlock=immediate"
+}
+
+// checkSettings returns an error wrapping ErrNotDurable when db would not
+// make a commit durable. On SQLite it can only look at one connection; the
+// DSN is what sets the others.
+func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return failure(ctx, "check settings", err)
+	}
+	defer conn.Close()
+	show := func(query string) (string, error) {
+		var v string
+		if err := conn.QueryRowContext(ctx, query).Scan(&v); err != nil {
+			return "", failure(ctx, "check settings: "+query, err)
+		}
+		return strings.ToLower(v), nil
+	}
+	type want struct {
+		query string
+		ok    func(string) bool
+		need  string
+	}
+	var checks []want
+	switch d {
+	case SQLite:
+		checks = []want{
+			{"PRAGMA journal_mode", func(v string) bool { return v == "wal" }, "wal"},
+			{"PRAGMA synchronous", func(v string) bool { return v == "2" || v == "3" }, "2 (FULL) or 3 (EXTRA)"},
+			{"PRAGMA busy_timeout", func(v string) bool { return v != "0" }, "a busy timeout above 0"},
+		}
+	case Postgres:
+		checks = []want{
+			{"SHOW fsync", func(v string) bool { return v == "on" }, "on"},
+			{"SHOW synchronous_commit", func(v string) bool { return v != "off" }, "not off"},
+		}
+	}
+	for _, c := range checks {
+		v, err := show(c.query)
+		if err != nil {
+			return err
+		}
+		if !c.ok(v) {
+			return fmt.Errorf("sqlstore: %s is %q, want %s: %w", c.query, v, c.need, ErrNotDurable)
+		}
+	}
+	if d == Postgres {
+		// Names and tags are stored byte for byte only in UTF-8.
+		v, err := show("SHOW server_encoding")
+		if err != nil {
+			return err
+		}
+		if v != "utf8" {
+			return fmt.Errorf("sqlstore: database encoding is %q, want UTF8", v)
+		}
+	}
+	return nil
+}
+
+// A migration changes the schema from one version to the next. Versions
+// count from 1; migrations[i] makes version i+1. Append, never edit: a
+// database at version n has run the first n.
+type migration struct {
+	sqlite, postgres []string
+}
+
+func (m migration) statements(d Dialect) []string {
+	if d == SQLite {
+		return m.sqlite
+	}
+	return m.postgres
+}
+
+var migrations = []migration{
+	{ // 1: plants. A NULL tag is an absent one.
+		sqlite: []string{`CREATE TABLE plants (
+			id   INTEGER PRIMARY KEY,
+			name TEXT NOT NULL,
+			tag  TEXT
+		) STRICT`},
+		postgres: []string{`CREATE TABLE plants (
+			id   BIGINT PRIMARY KEY,
+			name TEXT NOT NULL,
+			tag  TEXT
+		)`},
+	},
+	{ // 2: the outbox of "plant added" events. seq is never reused.
+		sqlite: []string{`CREATE TABLE events (
+			seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+			plant_id   INTEGER NOT NULL,
+			name       TEXT NOT NULL,
+			tag        TEXT,
+			created_us INTEGER NOT NULL
+		) STRICT`},
+		postgres: []string{`CREATE TABLE events (
+			seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			plant_id   BIGINT NOT NULL,
+			name       TEXT NOT NULL,
+			tag        TEXT,
+			created_us BIGINT NOT NULL
+		)`},
+	},
+}
+
+// migrateLockKey is the PostgreSQL advisory lock that serialises
+// migrations of one database by concurrent Opens.
+const migrateLockKey = 0x706c616e74730001 // "plants" 1
+
+// migrate brings db to version len(ms), in one transaction that holds the
+// database's write lock (SQLite) or an advisory lock (PostgreSQL), so that
+// concurrent Opens migrate once.
+func migrate(ctx context.Context, db *sql.DB, d Dialect, ms []migration) error {
+	want := len(ms)
+	if v, err := schemaVersion(ctx, db); err == nil {
+		switch {
+		case v == want:
+			return nil
+		case v > want:
+			return fmt.Errorf("sqlstore: schema version %d, this program knows up to %d: %w", v, want, ErrSchemaTooNew)
+		}
+	}
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return failure(ctx, "migrate", err)
+	}
+	defer conn.Close()
+	begin := []string{"BEGIN IMMEDIATE"}
+	if d == Postgres {
+		begin = []string{"BEGIN", fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrateLockKey)}
+	}
+	for _, stmt := range begin {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			abandon(conn)
+			return failure(ctx, "migrate: begin", err)
+		}
+	}
+	if err := migrateLocked(ctx, conn, d, ms); err != nil {
+		if _, rbErr := conn.ExecContext(context.Background(), "ROLLBACK"); rbErr != nil {
+			abandon(conn)
+		}
+		return err
+	}
+	return nil
+}
+
+func migrateLocked(ctx context.Context, conn *sql.Conn, d Dialect, ms []migration) error {
+	exec := func(op, stmt string, args ...any) error {
+		if _, err := conn.ExecContext(ctx, stmt, args...); err != nil {
+			return failure(ctx, "migrate: "+op, err)
+		}
+		return nil
+	}
+	if err := exec("create schema_version", `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	v, err := schemaVersion(ctx, conn)
+	if errors.Is(err, sql.ErrNoRows) {
+		v = 0
+		if err := exec("set version", `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return failure(ctx, "migrate: read version", err)
+	}
+	want := len(ms)
+	if v > want {
+		return fmt.Errorf("sqlstore: schema version %d, this program knows up to %d: %w", v, want, ErrSchemaTooNew)
+	}
+	for i := v; i < want; i++ {
+		for _, stmt := range ms[i].statements(d) {
+			if err := exec(fmt.Sprintf("version %d", i+1), stmt); err != nil {
+				return err
+			}
+		}
+	}
+	if err := exec("set version", fmt.Sprintf(`UPDATE schema_version SET version = %d`, want)); err != nil {
+		return err
+	}
+	return exec("commit", "COMMIT")
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaVersion returns the version db's schema is at, sql.ErrNoRows when
+// it has none yet, or another error when it has no schema_version table.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	return v, err
+}
+
+// abandon closes conn's connection instead of returning it to the pool,
+// for when it may still be inside a transaction.
+func abandon(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+}

@@ -1,0 +1,180 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+)
+
+func version(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	v, err := schemaVersion(context.Background(), db)
+	if err != nil {
+		t.Fatalf("read schema version: %v", err)
+	}
+	return v
+}
+
+func TestReopenKeepsSchemaAndPlants(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, dsn := be.newDB(t)
+			s := openStore(t, db, be.dialect)
+			want := plantstore.Plant{ID: 1, Name: "kept", HasTag: true}
+			if err := s.Create(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db.Close()
+
+			db = openDB(t, be.driver, dsn)
+			s = openStore(t, db, be.dialect)
+			if got := version(t, db); got != len(migrations) {
+				t.Errorf("schema version after reopen = %d, want %d", got, len(migrations))
+			}
+			var rows int
+			if err := db.QueryRow(`SELECT count(*) FROM schema_version`).Scan(&rows); err != nil || rows != 1 {
+				t.Errorf("schema_version has %d rows (%v), want 1", rows, err)
+			}
+			got, err := s.Plant(ctx, 1)
+			if err != nil {
+				t.Fatalf("Plant(1) after reopen = %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("plant after reopen mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMigrateFromOlderVersion(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, _ := be.newDB(t)
+			if err := migrate(ctx, db, be.dialect, migrations[:1]); err != nil {
+				t.Fatalf("migrate to version 1: %v", err)
+			}
+			if got := version(t, db); got != 1 {
+				t.Fatalf("schema version = %d, want 1", got)
+			}
+			if _, err := db.Exec(`INSERT INTO plants (id, name, tag) VALUES (7, 'old', NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			s := openStore(t, db, be.dialect, WithOutbox())
+			if got := version(t, db); got != len(migrations) {
+				t.Errorf("schema version after Open = %d, want %d", got, len(migrations))
+			}
+			got, err := s.Plant(ctx, 7)
+			if err != nil {
+				t.Fatalf("Plant(7) after migration = %v", err)
+			}
+			if diff := cmp.Diff(plantstore.Plant{ID: 7, Name: "old"}, got); diff != "" {
+				t.Errorf("plant after migration mismatch (-want +got):\n%s", diff)
+			}
+			if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "new"}); err != nil {
+				t.Fatalf("Create after migration = %v", err)
+			}
+			if events, err := s.PendingEvents(ctx, 0, 10); err != nil || len(events) != 1 {
+				t.Errorf("PendingEvents after migration = %v, %v, want one event", events, err)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			openStore(t, db, be.dialect).Close()
+			if _, err := db.Exec(`UPDATE schema_version SET version = version + 1`); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(context.Background(), db, be.dialect)
+			if !errors.Is(err, ErrSchemaTooNew) {
+				t.Errorf("Open of a newer schema = %v, %v, want ErrSchemaTooNew", s, err)
+			}
+			if err := migrate(context.Background(), db, be.dialect, migrations); !errors.Is(err, ErrSchemaTooNew) {
+				t.Errorf("migrate of a newer schema = %v, want ErrSchemaTooNew", err)
+			}
+		})
+	}
+}
+
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			_, dsn := be.newDB(t)
+			const n = 4
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := range n {
+				// Separate *sql.DBs, as separate processes would have.
+				db := openDB(t, be.driver, dsn)
+				wg.Go(func() {
+					var s *Store
+					s, errs[i] = Open(context.Background(), db, be.dialect)
+					if s != nil {
+						s.Close()
+					}
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("Open %d = %v", i, err)
+				}
+			}
+			db := openDB(t, be.driver, dsn)
+			if got := version(t, db); got != len(migrations) {
+				t.Errorf("schema version = %d, want %d", got, len(migrations))
+			}
+		})
+	}
+}
+
+func TestOpenRefusesWeakSQLiteSettings(t *testing.T) {
+	tests := []struct {
+		name   string
+		params string
+	}{
+		{"rollback journal", "_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)"},
+		{"synchronous normal", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"},
+		{"synchronous off", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)"},
+		{"no busy timeout", "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "plants.db")
+			db := openDB(t, "sqlite", "file:"+path+"?"+tt.params)
+			s, err := Open(context.Background(), db, SQLite)
+			if !errors.Is(err, ErrNotDurable) {
+				t.Errorf("Open with %s = %v, %v, want ErrNotDurable", tt.params, s, err)
+			}
+		})
+	}
+}
+
+func TestSQLiteDSNEscapesPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a dir?#%", "plants.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, "sqlite", SQLiteDSN(path))
+	s := openStore(t, db, SQLite)
+	if err := s.Create(context.Background(), plantstore.Plant{ID: 1}); err != nil {
+		t.Fatalf("Create = %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database not at %q: %v", path, err)
+	}
+}

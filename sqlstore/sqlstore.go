@@ -1,0 +1,284 @@
+// Package sqlstore keeps plants in SQLite or PostgreSQL through
+// [database/sql]. It implements [plantstore.Storage], [plantstore.Pinger] and
+// [plantstore.Outbox].
+//
+// The caller opens the *sql.DB with a driver of its choice and keeps
+// ownership of it; this package imports no driver:
+//
+//	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("plants.db")) // modernc.org/sqlite
+//	s, err := sqlstore.Open(ctx, db, sqlstore.SQLite)
+//	defer s.Close()
+//	ps := plantstore.New(s)
+//
+// # Durability
+//
+// A nil error from [Store.Create] means the plant is committed and flushed
+// to stable storage: it survives a crash of the process and, as far as the
+// disk honours fsync, a loss of power. On SQLite this needs WAL mode with
+// synchronous=FULL on every connection, which [SQLiteDSN] sets; on
+// PostgreSQL it needs fsync=on and synchronous_commit other than off. [Open]
+// checks these settings and fails with [ErrNotDurable] when they are weaker.
+//
+// # Group commit
+//
+// By default concurrent Creates are batched: one goroutine per Store takes
+// every Create that is waiting (up to 256) and stores them in one
+// transaction, so that many callers share one flush. Each caller still gets
+// its own result. [WithoutGroupCommit] makes each Create its own
+// transaction.
+//
+// # Errors
+//
+// A taken id is an error wrapping [plantstore.ErrConflict], a missing one
+// [plantstore.ErrNotFound]. When the database cannot be reached or fails
+// before answering, the error wraps [plantstore.ErrUnavailable] and nothing
+// of the call is kept, with one exception inherent to any database client:
+// when the connection is lost after a commit was sent, the commit's outcome
+// is unknown, so a Create reported unavailable may have been stored (a retry
+// then reports ErrConflict). When the caller's context ends first, the
+// error wraps the context's error.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/plantstore/plantstore"
+)
+
+// A Dialect names the SQL database behind a *sql.DB.
+type Dialect int
+
+// The dialects a Store speaks.
+const (
+	// SQLite is SQLite 3.37 or later (modernc.org/sqlite, for example),
+	// opened with [SQLiteDSN].
+	SQLite Dialect = iota + 1
+	// Postgres is PostgreSQL 11 or later (github.com/jackc/pgx/v5/stdlib,
+	// for example), in a database with server_encoding UTF8.
+	Postgres
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case Postgres:
+		return "postgres"
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// maxBatch bounds the number of Creates one group commit stores.
+const maxBatch = 256
+
+// An Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	group  bool
+	outbox bool
+}
+
+// WithoutGroupCommit makes every Create its own transaction, run on the
+// caller's goroutine, instead of batching concurrent Creates.
+func WithoutGroupCommit() Option {
+	return func(c *config) { c.group = false }
+}
+
+// WithOutbox makes every Create also record a [plantstore.Event] in the
+// same transaction as the plant, for [Store.PendingEvents]. Without it no
+// events are recorded.
+//
+// On PostgreSQL, a transaction that records events holds an advisory lock
+// until it commits, so that events commit in seq order: the transactions
+// of Stores with the outbox commit one at a time, each still a whole batch
+// under group commit.
+func WithOutbox() Option {
+	return func(c *config) { c.outbox = true }
+}
+
+// A Store is a [plantstore.Storage] over a *sql.DB. It is safe for
+// concurrent use. Several Stores, in one process or many, may share one
+// PostgreSQL database; each id is still taken at most once.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+	cfg     config
+	q       queries
+
+	// writeSem serialises this process's SQLite writers, so that they
+	// queue here instead of polling the file lock. It is nil on PostgreSQL,
+	// which has row locks.
+	writeSem chan struct{}
+
+	reqs      chan *createReq // to the committer; unbuffered
+	closed    chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+}
+
+var (
+	_ plantstore.Storage = (*Store)(nil)
+	_ plantstore.Pinger  = (*Store)(nil)
+	_ plantstore.Outbox  = (*Store)(nil)
+)
+
+// Open returns a Store keeping plants in db, which speaks dialect. It checks
+// the durability settings, then creates the schema or migrates it to the
+// current version in one transaction; opening a database already at the
+// current version changes nothing. Concurrent Opens of one database are
+// safe. The caller keeps ownership of db: [Store.Close] does not close it.
+//
+// Errors: [ErrNotDurable] when the database would not make a commit
+// durable; [ErrSchemaTooNew] when the database was migrated by a later
+// version of this package; an error wrapping [plantstore.ErrUnavailable]
+// when the database cannot be reached; any other failure, wrapped.
+func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Store, error) {
+	if dialect != SQLite && dialect != Postgres {
+		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)
+	}
+	s := &Store{
+		db:      db,
+		dialect: dialect,
+		cfg:     config{group: true},
+		q:       newQueries(dialect),
+		reqs:    make(chan *createReq),
+		closed:  make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	if dialect == SQLite {
+		s.writeSem = make(chan struct{}, 1)
+	}
+	if err := checkSettings(ctx, db, dialect); err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, db, dialect, migrations); err != nil {
+		return nil, err
+	}
+	if s.cfg.group {
+		go s.commitLoop()
+	} else {
+		close(s.stopped)
+	}
+	return s, nil
+}
+
+// Close stops the Store's background work, after storing the Creates it
+// has already taken. Later Creates return an error wrapping
+// [plantstore.ErrUnavailable]. It does not close the *sql.DB and always
+// returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	<-s.stopped
+	return nil
+}
+
+// Ping implements [plantstore.Pinger]: it returns nil when the database
+// answers, or an error wrapping [plantstore.ErrUnavailable].
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return failure(ctx, "ping", err)
+	}
+	return nil
+}
+
+// Plant implements [plantstore.Storage.Plant].
+func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
+	var (
+		name string
+		tag  sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx, s.q.plant, id).Scan(&name, &tag)
+	if errors.Is(err, sql.ErrNoRows) {
+		return plantstore.Plant{}, plantstore.ErrNotFound
+	}
+	if err != nil {
+		return plantstore.Plant{}, failure(ctx, "read plant", err)
+	}
+	return plantstore.Plant{ID: id, Name: name, Tag: tag.String, HasTag: tag.Valid}, nil
+}
+
+// List implements [plantstore.Storage.List]. It reads limit rows of the
+// primary key index from from on.
+func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
+	rows, err := s.db.QueryContext(ctx, s.q.list, from, limit)
+	if err != nil {
+		return nil, failure(ctx, "list plants", err)
+	}
+	defer rows.Close()
+	plants := make([]plantstore.Plant, 0, min(limit, 64))
+	for rows.Next() {
+		var (
+			p   plantstore.Plant
+			tag sql.NullString
+		)
+		if err := rows.Scan(&p.ID, &p.Name, &tag); err != nil {
+			return nil, failure(ctx, "list plants", err)
+		}
+		p.Tag, p.HasTag = tag.String, tag.Valid
+		plants = append(plants, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, failure(ctx, "list plants", err)
+	}
+	return plants, nil
+}
+
+// Delete implements [plantstore.Storage.Delete].
+func (s *Store) Delete(ctx context.Context, id int64) error {
+	if err := s.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer s.unlockWrites()
+	// An explicit transaction, not an autocommit statement: a driver that
+	// answers a cancelled ctx by dropping the connection leaves a
+	// statement waiting on the server, which would still commit on its own
+	// once it got its lock. A transaction commits only when told to.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return failure(ctx, "delete plant", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, s.q.delete, id)
+	if err != nil {
+		return failure(ctx, "delete plant", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return failure(ctx, "delete plant", err)
+	}
+	if n == 0 {
+		return plantstore.ErrNotFound
+	}
+	if err := tx.Commit(); err != nil {
+		return failure(ctx, "delete plant", err)
+	}
+	return nil
+}
+
+// lockWrites waits for this Store's turn to write to SQLite, or for ctx to
+// end. On PostgreSQL it returns at once.
+func (s *Store) lockWrites(ctx context.Context) error {
+	if s.writeSem == nil {
+		return nil
+	}
+	select {
+	case s.writeSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sqlstore: wait to write: %w", ctx.Err())
+	}
+}
+
+func (s *Store) unlockWrites() {
+	if s.writeSem != nil {
+		<-s.writeSem
+	}
+}

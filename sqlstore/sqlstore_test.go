@@ -1,0 +1,288 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/storagetest"
+)
+
+// A backend opens empty databases of one dialect for a test.
+type backend struct {
+	name    string
+	dialect Dialect
+	// newDB returns a *sql.DB on an empty database, closed in tb.Cleanup,
+	// and the DSN that opens it again.
+	newDB func(tb testing.TB) (*sql.DB, string)
+	// driver is the database/sql driver name for the DSN.
+	driver string
+}
+
+var (
+	sqliteBackend   = backend{name: "sqlite", dialect: SQLite, newDB: newSQLiteDB, driver: "sqlite"}
+	postgresBackend = backend{name: "postgres", dialect: Postgres, newDB: newPostgresDB, driver: "pgx"}
+	backends        = []backend{sqliteBackend, postgresBackend}
+)
+
+// modes are the Store configurations every backend is tested in. The
+// outbox adds to what Create writes; TestOutbox and TestDatabaseOutage
+// test it.
+var modes = []struct {
+	name string
+	opts []Option
+}{
+	{"group", nil},
+	{"single", []Option{WithoutGroupCommit()}},
+}
+
+func newSQLiteDB(tb testing.TB) (*sql.DB, string) {
+	tb.Helper()
+	dsn := SQLiteDSN(filepath.Join(tb.TempDir(), "plants.db"))
+	return openDB(tb, "sqlite", dsn), dsn
+}
+
+func openDB(tb testing.TB, driver, dsn string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		tb.Fatalf("sql.Open(%q) = %v", driver, err)
+	}
+	// Several tests run at once against one PostgreSQL server, which
+	// allows 100 connections.
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// postgresDSN returns the DSN of the test PostgreSQL database, or skips tb.
+func postgresDSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		tb.Skip("PostgreSQL tests skipped: set PLANTSTORE_TEST_POSTGRES_DSN, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
+	return dsn
+}
+
+// newPostgresDB creates a schema of its own in the test database, dropped
+// in tb.Cleanup, and returns a *sql.DB whose connections use it.
+func newPostgresDB(tb testing.TB) (*sql.DB, string) {
+	tb.Helper()
+	base := postgresDSN(tb)
+	schema := "plantstore_test_" + rand.Text()[:12]
+	admin := openDB(tb, "pgx", base)
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		tb.Fatalf("create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		if _, err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	dsn := withParams(tb, base, map[string]string{
+		"search_path":      schema,
+		"application_name": schema,
+		"connect_timeout":  "5",
+	})
+	return openDB(tb, "pgx", dsn), dsn
+}
+
+// withParams returns dsn with the query parameters params set.
+func withParams(tb testing.TB, dsn string, params map[string]string) string {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("parse DSN: %v", err)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openStore opens a Store on db, closed in tb.Cleanup.
+func openStore(tb testing.TB, db *sql.DB, d Dialect, opts ...Option) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), db, d, opts...)
+	if err != nil {
+		tb.Fatalf("Open(%v) = %v", d, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStorage(t *testing.T) {
+	for _, be := range backends {
+		for _, mode := range modes {
+			t.Run(be.name+"/mode="+mode.name, func(t *testing.T) {
+				t.Parallel()
+				storagetest.Run(t, func(t *testing.T) plantstore.Storage {
+					db, _ := be.newDB(t)
+					return openStore(t, db, be.dialect, mode.opts...)
+				})
+			})
+		}
+	}
+}
+
+func TestTagStoredAsNullOrEmpty(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect)
+			ctx := context.Background()
+			tests := []struct {
+				name     string
+				plant    plantstore.Plant
+				wantNull bool
+			}{
+				{"absent", plantstore.Plant{ID: 1, Name: "a"}, true},
+				{"empty", plantstore.Plant{ID: 2, Name: "b", HasTag: true}, false},
+				{"set", plantstore.Plant{ID: 3, Name: "c", Tag: "x", HasTag: true}, false},
+			}
+			for _, tt := range tests {
+				if err := s.Create(ctx, tt.plant); err != nil {
+					t.Fatalf("Create(%+v) = %v", tt.plant, err)
+				}
+				var tag sql.NullString
+				q := `SELECT tag FROM plants WHERE id = ` + s.q.param(1)
+				if err := db.QueryRow(q, tt.plant.ID).Scan(&tag); err != nil {
+					t.Fatalf("%s: read tag: %v", tt.name, err)
+				}
+				want := sql.NullString{String: tt.plant.Tag, Valid: !tt.wantNull}
+				if diff := cmp.Diff(want, tag); diff != "" {
+					t.Errorf("%s: stored tag mismatch (-want +got):\n%s", tt.name, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestBatchOutcomes(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect, WithOutbox())
+			ctx := context.Background()
+			if err := s.Create(ctx, plantstore.Plant{ID: 5, Name: "stored before"}); err != nil {
+				t.Fatal(err)
+			}
+			tests := []struct {
+				plant   plantstore.Plant
+				wantErr error
+				reason  string
+			}{
+				{plantstore.Plant{ID: 9, Name: "first 9"}, nil, ""},
+				{plantstore.Plant{ID: 5, Name: "second 5"}, plantstore.ErrConflict, "id stored before the batch"},
+				{plantstore.Plant{ID: 9, Name: "second 9"}, plantstore.ErrConflict, "the first of a batch wins"},
+				{plantstore.Plant{ID: -1, Name: "minus one"}, nil, "batch order is not id order"},
+				{plantstore.Plant{ID: 9, Name: "third 9"}, plantstore.ErrConflict, ""},
+			}
+			var reqs []*createReq
+			for _, tt := range tests {
+				reqs = append(reqs, &createReq{plant: tt.plant})
+			}
+			errs := s.insert(ctx, ctx, reqs)
+			for i, tt := range tests {
+				if !errors.Is(errs[i], tt.wantErr) || (tt.wantErr == nil && errs[i] != nil) {
+					t.Errorf("create %+v in a batch = %v, want %v (%s)", tt.plant, errs[i], tt.wantErr, tt.reason)
+				}
+			}
+			got, err := s.List(ctx, -100, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []plantstore.Plant{{ID: -1, Name: "minus one"}, {ID: 5, Name: "stored before"}, {ID: 9, Name: "first 9"}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("plants after the batch mismatch (-want +got):\n%s", diff)
+			}
+			events, err := s.PendingEvents(ctx, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotEvents := map[int64]string{}
+			for _, e := range events {
+				gotEvents[e.Plant.ID] = e.Plant.Name
+			}
+			wantEvents := map[int64]string{-1: "minus one", 5: "stored before", 9: "first 9"}
+			if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
+				t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBatchFailureIsUnavailableForAll(t *testing.T) {
+	db, _ := sqliteBackend.newDB(t)
+	s := openStore(t, db, SQLite)
+	db.Close()
+	ctx := context.Background()
+	reqs := []*createReq{{plant: plantstore.Plant{ID: 1}}, {plant: plantstore.Plant{ID: 2}}, {plant: plantstore.Plant{ID: 1}}}
+	for i, err := range s.insert(ctx, context.Background(), reqs) {
+		if !errors.Is(err, plantstore.ErrUnavailable) {
+			t.Errorf("create %d in a failed batch = %v, want ErrUnavailable", i, err)
+		}
+	}
+	if err := s.Create(ctx, plantstore.Plant{ID: 3}); !errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("Create on a closed database = %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("Ping on a closed database = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestCreateAfterClose(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			db, _ := sqliteBackend.newDB(t)
+			s := openStore(t, db, SQLite, mode.opts...)
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close() = %v", err)
+			}
+			err := s.Create(context.Background(), plantstore.Plant{ID: 1})
+			if !errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("Create after Close = %v, want ErrUnavailable", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Errorf("second Close() = %v", err)
+			}
+		})
+	}
+}
+
+func TestPing(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect)
+			if err := s.Ping(context.Background()); err != nil {
+				t.Errorf("Ping() = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestDialectString(t *testing.T) {
+	for d, want := range map[Dialect]string{SQLite: "sqlite", Postgres: "postgres", 0: "Dialect(0)"} {
+		if got := d.String(); got != want {
+			t.Errorf("Dialect(%d).String() = %q, want %q", int(d), got, want)
+		}
+	}
+	if _, err := Open(context.Background(), nil, 0); err == nil {
+		t.Error("Open with an unknown dialect = nil error")
+	}
+}
