@@ -98,3 +98,39 @@ func (vt validatingTransport) validate(req *http.Request, resp *http.Response, b
 			req.Method, req.URL.Path, resp.StatusCode, body, err)
 	}
 }
+
+// TestValidatorCatchesDrift shows that the response validation used by
+// every test is not vacuous: responses that break the document fail it.
+func TestValidatorCatchesDrift(t *testing.T) {
+	tests := []struct {
+		name, method, path string
+		status             int
+		body               string
+	}{
+		{"id in a Plant", "POST", "/plants", 200, `{"name":"x","id":1}`},
+		{"Plant without name", "POST", "/plants", 200, `{"tag":"x"}`},
+		{"null tag", "POST", "/plants", 200, `{"name":"x","tag":null}`},
+		{"Error without message", "POST", "/plants", 400, `{"error":400}`},
+		{"Error code too large", "POST", "/plants", 400, `{"error":4000000000,"message":"x"}`},
+		{"listed plant without id", "GET", "/plants", 200, `[{"name":"x"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, tt.path, nil)
+			route, params, err := openAPIRouter(t).FindRoute(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &openapi3filter.ResponseValidationInput{
+				RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+				Status:                 tt.status,
+				Header:                 http.Header{"Content-Type": {"application/json"}},
+				Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+			}
+			in.SetBodyBytes([]byte(tt.body))
+			if err := openapi3filter.ValidateResponse(context.Background(), in); err == nil {
+				t.Errorf("response %d %s passed validation, want a failure", tt.status, tt.body)
+			}
+		})
+	}
+}
