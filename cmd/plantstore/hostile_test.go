@@ -25,12 +25,22 @@ import (
 // These tests drive the real server, started in-process by run, with raw
 // TCP clients that misbehave: they are slow, idle, oversized, or send
 // bodies past the limit. Every wait ends by itself: a connection the
-// server does not close within hostileWait fails the test.
+// server does not close within hostileWait fails the test. The file builds
+// on Unix only, for the open-file limit.
 
 const hostileWait = 30 * time.Second
 
-// procTokenEnv configures the token that create and listAll send.
-var procTokenEnv = map[string]string{"PLANTSTORE_TOKENS": procToken}
+// startServer starts the server in-process with args after -addr 127.0.0.1:0,
+// accepting the token create and listAll send, and returns its URL.
+func startServer(t *testing.T, args ...string) string {
+	t.Helper()
+	url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0"}, args...), map[string]string{"PLANTSTORE_TOKENS": procToken})
+	// Before the server stops, drop the client's idle connections: the
+	// transport may have dialed some it never used, and Shutdown waits
+	// a few seconds for those in case a request is on its way.
+	t.Cleanup(client.CloseIdleConnections)
+	return url
+}
 
 // dial opens a raw TCP connection to the server at url and closes it when
 // the test ends.
@@ -139,7 +149,7 @@ func createHead(extra string) string {
 // before the headers are complete, without answering success, and keeps
 // serving other clients.
 func TestSlowHeadersAreCutOff(t *testing.T) {
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-read-header-timeout", "500ms"}, procTokenEnv)
+	url := startServer(t, "-db", "memory", "-read-header-timeout", "500ms")
 	conn := dial(t, url)
 	w := watch(conn)
 	head := createHead("Content-Length: 27\r\n")
@@ -162,8 +172,8 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 // would store a plant, then trickles the body: the server closes the
 // connection before the body is complete, and stores nothing.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory",
-		"-read-header-timeout", "500ms", "-read-timeout", "1s"}, procTokenEnv)
+	url := startServer(t, "-db", "memory",
+		"-read-header-timeout", "500ms", "-read-timeout", "1s")
 	const id = 7001
 	body := fmt.Sprintf(`{"id":%d,"name":"trickled"}`, id)
 	body += strings.Repeat(" ", 100-len(body))
@@ -188,6 +198,18 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 		t.Errorf("plant %d from the cut-off body is stored", id)
 	}
 	checkServing(t, url, 1)
+}
+
+func TestTimeoutFlagsMustBePositive(t *testing.T) {
+	for _, args := range [][]string{
+		{"-read-header-timeout", "0s"},
+		{"-read-timeout", "-1s"},
+	} {
+		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "must be positive") {
+			t.Errorf("run %v = %v, want an error saying the timeout must be positive", args, err)
+		}
+	}
 }
 
 // raiseFileLimit makes sure the process may hold need open files, raising
@@ -250,8 +272,8 @@ func TestIdleConnectionsDoNotStarveClients(t *testing.T) {
 	// Long read timeouts keep the server from cutting the connections
 	// that never sent a byte before the test is done with them;
 	// TestSlowHeadersAreCutOff covers that cut.
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory",
-		"-read-header-timeout", "5m", "-read-timeout", "5m"}, procTokenEnv)
+	url := startServer(t, "-db", "memory",
+		"-read-header-timeout", "5m", "-read-timeout", "5m")
 
 	conns := make([]*idleConn, idle)
 	for i := range conns {
@@ -321,7 +343,7 @@ func exchange(t *testing.T, url string, req io.Reader) (net.Conn, *bufio.Reader,
 // the server's header limit: each is refused with 431 or a closed
 // connection, and the server keeps serving.
 func TestOversizedHeadersAreRefused(t *testing.T) {
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, procTokenEnv)
+	url := startServer(t, "-db", "memory")
 	big := strings.Repeat("a", 1<<20)
 	var many strings.Builder
 	for i := range 20000 {
@@ -372,7 +394,7 @@ func TestBodyOverLimitIsRefusedUnread(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0", "-db", "memory", "-max-body", "1024"}, tt.args...), procTokenEnv)
+			url := startServer(t, append([]string{"-db", "memory", "-max-body", "1024"}, tt.args...)...)
 			id := 8000 + i
 			part := fmt.Sprintf(`{"id":%d,"name":"huge","pad":"`, id)
 			part += strings.Repeat("x", 512-len(part))
@@ -426,7 +448,7 @@ func chunkedCreate(id, size int) io.Reader {
 // longer one is refused with code 413 and not stored, and the server
 // closes the connection after refusing.
 func TestChunkedBodyOverLimit(t *testing.T) {
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-max-body", "1024"}, procTokenEnv)
+	url := startServer(t, "-db", "memory", "-max-body", "1024")
 	tests := []struct {
 		name     string
 		id, size int
