@@ -44,9 +44,7 @@ type options struct {
 	shutdownTimeout time.Duration
 	// readHeaderTimeout and readTimeout bound how long a client may take
 	// to send a request's headers, and its whole request, so that slow
-	// clients cannot hold connections forever. They are flags so that
-	// tests of those limits need not wait for the production values; the
-	// README does not list them.
+	// clients cannot hold connections forever.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	webhooks          []string
