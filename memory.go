@@ -1,25 +1,71 @@
 package plantstore
 
 import (
-	"cmp"
 	"context"
-	"slices"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"runtime"
+	"strings"
 	"sync"
 )
 
 // MemoryStorage is a [Storage] that keeps plants in memory: they are lost
 // when the process exits. The zero value is not usable; call
 // [NewMemoryStorage].
+//
+// Plants are spread over shards by a hash of their id, so that creates of
+// different ids seldom wait for one another. Each shard keeps its plants in
+// a B+ tree ordered by id, and List merges the shards' ordered runs, so the
+// cost of a page grows with its length and the number of shards, not with
+// the number of plants stored. A stored plant takes
+// one allocation: its name and tag packed into one string, copied so that
+// it never pins the caller's buffers.
+//
+// List does not read a snapshot: a plant created or deleted while List runs
+// may or may not be in the page. Every plant in the page was stored at some
+// moment during the call, and the page is in ascending id order.
 type MemoryStorage struct {
-	mu     sync.RWMutex
-	plants map[int64]Plant
+	shards []shard
+	mask   uint64
+	shift  uint
+}
+
+// A shard is one lock and the plants whose ids hash to it.
+type shard struct {
+	mu sync.Mutex
+	t  btree
+	_  [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 var _ Storage = (*MemoryStorage)(nil)
 
 // NewMemoryStorage returns an empty MemoryStorage.
 func NewMemoryStorage() *MemoryStorage {
-	return &MemoryStorage{plants: make(map[int64]Plant)}
+	// Eight shards per processor keep lock collisions among parallel
+	// creates rare, even when the OS preempts a goroutine holding a lock;
+	// more would only make List merge more runs.
+	n := min(max(8*runtime.GOMAXPROCS(0), 16), 256)
+	n = 1 << bits.Len(uint(n-1))
+	m := &MemoryStorage{
+		shards: make([]shard, n),
+		mask:   uint64(n - 1),
+		shift:  uint(64 - bits.Len(uint(n-1))),
+	}
+	for i := range m.shards {
+		m.shards[i].t.init()
+	}
+	return m
+}
+
+// shard returns the shard that keeps id. The id is mixed first so that
+// ascending ids, and ids that differ only in high bits, spread evenly.
+func (m *MemoryStorage) shard(id int64) *shard {
+	x := uint64(id)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return &m.shards[(x>>m.shift)&m.mask]
 }
 
 // Create implements [Storage.Create].
@@ -27,12 +73,14 @@ func (m *MemoryStorage) Create(ctx context.Context, p Plant) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.plants[p.ID]; ok {
+	val := pack(p)
+	s := m.shard(p.ID)
+	s.mu.Lock()
+	ok := s.t.insert(p.ID, val, p.HasTag)
+	s.mu.Unlock()
+	if !ok {
 		return ErrConflict
 	}
-	m.plants[p.ID] = p
 	return nil
 }
 
@@ -41,33 +89,14 @@ func (m *MemoryStorage) Plant(ctx context.Context, id int64) (Plant, error) {
 	if err := ctx.Err(); err != nil {
 		return Plant{}, err
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	p, ok := m.plants[id]
+	s := m.shard(id)
+	s.mu.Lock()
+	val, tagged, ok := s.t.get(id)
+	s.mu.Unlock()
 	if !ok {
 		return Plant{}, ErrNotFound
 	}
-	return p, nil
-}
-
-// List implements [Storage.List].
-func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plant, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := []Plant{}
-	for id, p := range m.plants {
-		if id >= from {
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(a, b Plant) int { return cmp.Compare(a.ID, b.ID) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return unpack(id, val, tagged), nil
 }
 
 // Delete implements [Storage.Delete].
@@ -75,11 +104,165 @@ func (m *MemoryStorage) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.plants[id]; !ok {
+	s := m.shard(id)
+	s.mu.Lock()
+	ok := s.t.delete(id)
+	s.mu.Unlock()
+	if !ok {
 		return ErrNotFound
 	}
-	delete(m.plants, id)
 	return nil
+}
+
+// List implements [Storage.List]. It takes a short run of plants from each
+// shard and merges the runs, refilling a run from its shard when it is used
+// up, so that its cost grows with limit and the number of shards only.
+func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []Plant{}, nil
+	}
+	// A run half as long again as each shard's expected share, plus a
+	// few, seldom needs a refill.
+	share := limit / len(m.shards)
+	run := min(share+share/2+4, limit, MaxListLimit)
+	sc := listScratchPool.Get().(*listScratch)
+	defer listScratchPool.Put(sc)
+	if need := len(m.shards) * run; len(sc.slab) < need {
+		sc.slab = make([]entry, need)
+	}
+	slab := sc.slab
+	runs := sc.runs[:0]
+	for i := range m.shards {
+		r := listRun{s: &m.shards[i], buf: slab[i*run : i*run : (i+1)*run]}
+		if r.fill(from) {
+			runs = append(runs, r)
+		}
+	}
+	sc.runs = runs
+	h := runHeap(runs)
+	h.init()
+	out := make([]Plant, 0, min(limit, MaxListLimit))
+	for len(h) > 0 && len(out) < limit {
+		r := &h[0]
+		e := r.buf[r.pos]
+		out = append(out, unpack(e.key, e.val, e.tagged))
+		r.pos++
+		if r.pos == len(r.buf) && (r.done || e.key == math.MaxInt64 || !r.fill(e.key+1)) {
+			h = h.pop()
+			continue
+		}
+		h.down(0)
+	}
+	return out, nil
+}
+
+// A listScratch is the memory one List call merges in, kept in
+// listScratchPool for the next call. It is not cleared: the plants it still
+// refers to are at most one page's worth per shard, and the pool drops it
+// within two garbage collections.
+type listScratch struct {
+	slab []entry
+	runs []listRun
+}
+
+var listScratchPool = sync.Pool{New: func() any { return new(listScratch) }}
+
+// A listRun is a shard's plants from some id on, taken a few at a time.
+type listRun struct {
+	s    *shard
+	buf  []entry
+	pos  int
+	done bool // the shard holds nothing after buf
+}
+
+// fill replaces r's entries with the shard's next ones from id from on and
+// reports whether it found any.
+func (r *listRun) fill(from int64) bool {
+	n := cap(r.buf)
+	r.s.mu.Lock()
+	r.buf = r.s.t.appendFrom(r.buf[:0], from, n)
+	r.s.mu.Unlock()
+	r.pos = 0
+	r.done = len(r.buf) < n
+	return len(r.buf) > 0
+}
+
+// A runHeap is a min-heap of runs ordered by their next id.
+type runHeap []listRun
+
+func (h runHeap) key(i int) int64 { return h[i].buf[h[i].pos].key }
+
+func (h runHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h runHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h.key(c+1) < h.key(c) {
+			c++
+		}
+		if h.key(i) <= h.key(c) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// pop removes the least run.
+func (h runHeap) pop() runHeap {
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	h.down(0)
+	return h
+}
+
+// pack returns p's name and tag as one string, copied. A plant without a
+// tag is its name alone; a tagged plant is its name, its tag and then the
+// name's length as a uvarint with its bytes reversed, so that it can be
+// read from the end. The tree keeps HasTag beside the string.
+func pack(p Plant) string {
+	if !p.HasTag {
+		return strings.Clone(p.Name)
+	}
+	var n [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(n[:], uint64(len(p.Name)))
+	var b strings.Builder
+	b.Grow(len(p.Name) + len(p.Tag) + k)
+	b.WriteString(p.Name)
+	b.WriteString(p.Tag)
+	for i := k - 1; i >= 0; i-- {
+		b.WriteByte(n[i])
+	}
+	return b.String()
+}
+
+// unpack returns the plant that pack packed into val. The name and tag
+// share val's memory.
+func unpack(id int64, val string, tagged bool) Plant {
+	if !tagged {
+		return Plant{ID: id, Name: val}
+	}
+	var n uint64
+	i := len(val) - 1
+	for shift := uint(0); ; shift += 7 {
+		c := val[i]
+		i--
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+	}
+	rest := val[:i+1]
+	return Plant{ID: id, Name: rest[:n], Tag: rest[n:], HasTag: true}
 }

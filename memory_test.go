@@ -1,7 +1,16 @@
 package plantstore_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/storagetest"
@@ -11,4 +20,95 @@ func TestMemoryStorage(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) plantstore.Storage {
 		return plantstore.NewMemoryStorage()
 	})
+}
+
+// TestMemoryStorageAgainstMap runs random creates and deletes, enough to
+// split and merge the index many times, and checks every read and every
+// page against a map.
+func TestMemoryStorageAgainstMap(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	s := plantstore.NewMemoryStorage()
+	model := map[int64]plantstore.Plant{}
+	randomID := func() int64 {
+		switch r.IntN(100) {
+		case 0:
+			return math.MinInt64 + r.Int64N(3)
+		case 1:
+			return math.MaxInt64 - r.Int64N(3)
+		}
+		return r.Int64N(6000) - 3000
+	}
+	for step := range 40_000 {
+		id := randomID()
+		_, had := model[id]
+		// Lean towards creates first, then towards deletes, so the
+		// storage grows large and then shrinks.
+		if r.IntN(40_000) > step {
+			p := plantstore.Plant{ID: id, Name: fmt.Sprint("plant ", step)}
+			if step%3 == 0 {
+				p.Tag, p.HasTag = fmt.Sprint("tag ", step%7), true
+			}
+			err := s.Create(ctx, p)
+			switch {
+			case had && !errors.Is(err, plantstore.ErrConflict):
+				t.Fatalf("Create(%d) of a taken id = %v, want ErrConflict", id, err)
+			case !had && err != nil:
+				t.Fatalf("Create(%d) = %v, want nil", id, err)
+			case !had:
+				model[id] = p
+			}
+		} else {
+			err := s.Delete(ctx, id)
+			switch {
+			case had && err != nil:
+				t.Fatalf("Delete(%d) = %v, want nil", id, err)
+			case !had && !errors.Is(err, plantstore.ErrNotFound):
+				t.Fatalf("Delete(%d) of a missing id = %v, want ErrNotFound", id, err)
+			}
+			delete(model, id)
+		}
+		if step%4000 == 0 {
+			checkAgainstMap(t, s, model, 1+r.IntN(plantstore.MaxListLimit))
+		}
+	}
+	checkAgainstMap(t, s, model, 7)
+}
+
+// checkAgainstMap reads every plant of model from s and pages through s
+// with limit, comparing the pages with model.
+func checkAgainstMap(t *testing.T, s plantstore.Storage, model map[int64]plantstore.Plant, limit int) {
+	t.Helper()
+	ctx := context.Background()
+	for id, want := range model {
+		got, err := s.Plant(ctx, id)
+		if err != nil {
+			t.Fatalf("Plant(%d) = %v", id, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Plant(%d) mismatch (-want +got):\n%s", id, diff)
+		}
+	}
+	var want, got []plantstore.Plant
+	for _, id := range slices.Sorted(maps.Keys(model)) {
+		want = append(want, model[id])
+	}
+	from := int64(math.MinInt64)
+	for {
+		page, err := s.List(ctx, from, limit)
+		if err != nil {
+			t.Fatalf("List(%d, %d) = %v", from, limit, err)
+		}
+		if len(page) > limit {
+			t.Fatalf("List(%d, %d) returned %d plants", from, limit, len(page))
+		}
+		got = append(got, page...)
+		if len(page) < limit || page[len(page)-1].ID == math.MaxInt64 {
+			break
+		}
+		from = page[len(page)-1].ID + 1
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("paging with limit %d mismatch (-want +got):\n%s", limit, diff)
+	}
 }
