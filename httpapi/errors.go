@@ -15,8 +15,9 @@ import (
 type apiError struct {
 	code int    // the Error's "error" value
 	msg  string // the Error's "message" value
-	// challenge, for code 401, is the WWW-Authenticate header value.
-	challenge string
+	// challenge, for code 401, is the WWW-Authenticate header's value,
+	// shared by every response that sends it.
+	challenge []string
 }
 
 func (e *apiError) Error() string { return "httpapi: " + e.msg }
@@ -26,16 +27,16 @@ const realm = `Bearer realm="plantstore"`
 var (
 	errMissingToken = &apiError{code: http.StatusUnauthorized,
 		msg:       "missing bearer token: send Authorization: Bearer <token>",
-		challenge: realm}
+		challenge: []string{realm}}
 	errMalformedAuth = &apiError{code: http.StatusUnauthorized,
 		msg:       "malformed Authorization header: want Bearer <token>",
-		challenge: realm + `, error="invalid_request", error_description="malformed Authorization header"`}
+		challenge: []string{realm + `, error="invalid_request", error_description="malformed Authorization header"`}}
 	errInvalidToken401 = &apiError{code: http.StatusUnauthorized,
 		msg:       "invalid bearer token",
-		challenge: realm + `, error="invalid_token", error_description="the access token is not valid"`}
+		challenge: []string{realm + `, error="invalid_token", error_description="the access token is not valid"`}}
 	errNoAuthenticator = &apiError{code: http.StatusUnauthorized,
 		msg:       "no token is accepted: the server was built without an authenticator",
-		challenge: realm + `, error="invalid_token", error_description="no token is accepted"`}
+		challenge: []string{realm + `, error="invalid_token", error_description="no token is accepted"`}}
 	errContentType = &apiError{code: http.StatusUnsupportedMediaType,
 		msg: "Content-Type must be application/json"}
 	errContentEncoding = &apiError{code: http.StatusUnsupportedMediaType,
@@ -47,6 +48,7 @@ var (
 	errConflict     = &apiError{code: http.StatusConflict, msg: "a plant with this id already exists"}
 	errPlantMissing = &apiError{code: http.StatusNotFound, msg: "no plant has this id"}
 	errBadID        = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer"}
+	errReadBody     = &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
 )
 
 func errBodyTooLarge(limit int64) *apiError {
@@ -54,63 +56,71 @@ func errBodyTooLarge(limit int64) *apiError {
 		msg: "request body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
-// wireError turns any error into the wire Error's code and message. It is
-// the one place that knows the table; an error it does not recognise is
-// logged and answered as a generic internal error.
-func (h *handler) wireError(r *http.Request, err error) *apiError {
-	var (
-		ae *apiError
-		ve *plantstore.ValidationError
-		se *syntaxError
-	)
+// A message is the text of a wire Error in pieces, written one after the
+// other, so that a message made of an error's fields is not concatenated
+// first.
+type message [4]string
+
+// wireError turns any error into the wire Error's code and message, and
+// the WWW-Authenticate challenge to send with it, if any. It is the one
+// place that knows the table; an error it does not recognise is logged and
+// answered as a generic internal error.
+func (h *handler) wireError(r *http.Request, err error) (code int, msg message, challenge []string) {
+	if ae, ok := errors.AsType[*apiError](err); ok {
+		return ae.code, message{ae.msg}, ae.challenge
+	}
+	if se, ok := errors.AsType[*syntaxError](err); ok {
+		return http.StatusBadRequest, message{se.Error()}, nil
+	}
+	if ve, ok := errors.AsType[*plantstore.ValidationError](err); ok {
+		return http.StatusBadRequest, message{"invalid ", ve.Field, ": ", ve.Reason}, nil
+	}
+	ae := errInternal
 	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.As(err, &se):
-		return &apiError{code: http.StatusBadRequest, msg: se.Error()}
-	case errors.As(err, &ve):
-		return &apiError{code: http.StatusBadRequest, msg: "invalid " + ve.Field + ": " + ve.Reason}
 	case errors.Is(err, plantstore.ErrConflict):
-		return errConflict
+		ae = errConflict
 	case errors.Is(err, plantstore.ErrNotFound):
-		return errPlantMissing
+		ae = errPlantMissing
 	case errors.Is(err, plantstore.ErrUnavailable),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
 		h.logger.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: storage unavailable",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
-		return errUnavailable
+		ae = errUnavailable
+	default:
+		h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: internal error",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
-	h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: internal error",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
-	return errInternal
+	return ae.code, message{ae.msg}, nil
 }
 
 // writeError answers r with the wire Error for err.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := h.wireError(r, err)
+	code, msg, challenge := h.wireError(r, err)
 	hdr := w.Header()
-	if ae.challenge != "" {
-		hdr["Www-Authenticate"] = []string{ae.challenge}
+	if challenge != nil {
+		hdr["Www-Authenticate"] = challenge
 	}
-	if ae.code == http.StatusRequestEntityTooLarge {
+	if code == http.StatusRequestEntityTooLarge {
 		// The rest of the body is not read; do not leave it on the
 		// connection for the next request.
 		hdr["Connection"] = closeValue
 	}
 	status := http.StatusBadRequest
 	if h.conventional {
-		status = ae.code
+		status = code
 	}
 	if rec, ok := w.(*accessRecorder); ok {
-		rec.code = ae.code
+		rec.code = code
 	}
 	buf := bufPool.Get().(*buffer)
 	b := append(buf.b[:0], `{"error":`...)
-	b = strconv.AppendInt(b, int64(ae.code), 10)
-	b = append(b, `,"message":`...)
-	b = appendString(b, ae.msg)
-	b = append(b, '}')
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":"`...)
+	for _, s := range msg {
+		b = appendEscaped(b, s)
+	}
+	b = append(b, `"}`...)
 	writeJSON(w, status, b)
 	buf.b = b
 	putBuffer(buf)

@@ -28,6 +28,8 @@ type handler struct {
 	config
 	ps     *plantstore.PlantStore
 	router *httprouter.Router
+	// tooLarge is the error for a body over maxBody, made once.
+	tooLarge *apiError
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
@@ -44,6 +46,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
+	h.tooLarge = errBodyTooLarge(h.maxBody)
 	if h.auth == nil && !h.noAuth {
 		h.logger.Warn("httpapi: no authenticator configured; every request that needs a token is rejected")
 	}
@@ -122,12 +125,12 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	if r.ContentLength > h.maxBody {
-		h.writeError(w, r, errBodyTooLarge(h.maxBody))
+		h.writeError(w, r, h.tooLarge)
 		return
 	}
 	buf := bufPool.Get().(*buffer)
 	defer putBuffer(buf)
-	body, err := readBody(buf, r.Body, r.ContentLength, h.maxBody)
+	body, err := h.readBody(buf, r.Body, r.ContentLength)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -227,7 +230,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	writeJSON(w, http.StatusOK, statusOK)
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -235,17 +238,18 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	writeJSON(w, http.StatusOK, statusReady)
 }
 
 func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	w.Header()["Cache-Control"] = []string{"no-cache"}
+	w.Header()["Cache-Control"] = noCacheValue
 	writeJSON(w, http.StatusOK, openAPIDocument)
 }
 
-// readBody reads the whole body into buf, refusing one over limit bytes
-// without reading past limit+1.
-func readBody(buf *buffer, body io.Reader, contentLength, limit int64) ([]byte, error) {
+// readBody reads the whole body into buf, refusing one over h.maxBody
+// bytes without reading past one byte more.
+func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]byte, error) {
+	limit := h.maxBody
 	b := buf.b[:0]
 	if contentLength > 0 && int64(cap(b)) < contentLength {
 		b = make([]byte, 0, contentLength)
@@ -258,18 +262,17 @@ func readBody(buf *buffer, body io.Reader, contentLength, limit int64) ([]byte, 
 		b = b[:len(b)+n]
 		if int64(len(b)) > limit {
 			buf.b = b
-			return nil, errBodyTooLarge(limit)
+			return nil, h.tooLarge
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			buf.b = b
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, errBodyTooLarge(limit)
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				return nil, h.tooLarge
 			}
-			return nil, &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
+			return nil, errReadBody
 		}
 	}
 	buf.b = b
@@ -290,9 +293,13 @@ func putBuffer(b *buffer) {
 	}
 }
 
+// Header values and bodies shared by every response that sends them.
 var (
 	jsonContentType = []string{"application/json"}
 	closeValue      = []string{"close"}
+	noCacheValue    = []string{"no-cache"}
+	statusOK        = []byte(`{"status":"ok"}`)
+	statusReady     = []byte(`{"status":"ready"}`)
 )
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
@@ -347,20 +354,28 @@ func (a *accessRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (a *accessRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
+// recorderPool keeps the accessRecorders of requests that are done.
+var recorderPool = sync.Pool{New: func() any { return new(accessRecorder) }}
+
 func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &accessRecorder{ResponseWriter: w}
+	rec := recorderPool.Get().(*accessRecorder)
+	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
-		attrs := []slog.Attr{
+		attrs := [...]slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status),
 			slog.Duration("duration", time.Since(start)),
+			slog.Int("error", rec.code),
 		}
-		if rec.code != 0 {
-			attrs = append(attrs, slog.Int("error", rec.code))
+		n := len(attrs)
+		if rec.code == 0 {
+			n--
 		}
-		h.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		h.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:n]...)
+		*rec = accessRecorder{}
+		recorderPool.Put(rec)
 	}()
 	h.router.ServeHTTP(rec, r)
 }

@@ -1,0 +1,237 @@
+//go:build unix
+
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// The benchmarks below drive one handler in process, the way a server
+// would, minus the network: each op builds a request with httptest and a
+// ResponseRecorder and calls ServeHTTP. BenchmarkHarness is that
+// construction around a handler that does nothing, so its figures are to be
+// subtracted from the others': what is left is what the handler costs.
+//
+// Besides ns/op each reports cpu-ns/op, the CPU time the whole process
+// spent per op, garbage collection included. On a busy machine it moves
+// far less than ns/op, which counts the time other processes hold the CPU.
+
+// A benchHeader is a request header sent by a benchmark. Its values are
+// shared by every request: handlers only read them.
+type benchHeader struct {
+	key   string
+	value []string
+}
+
+var (
+	authHeader = benchHeader{"Authorization", []string{"Bearer " + testToken}}
+	jsonHeader = benchHeader{"Content-Type", []string{"application/json"}}
+)
+
+// benchCreateBody returns a valid NewPlant body with id i, written over buf.
+func benchCreateBody(buf []byte, i int) []byte {
+	buf = append(buf[:0], `{"id":`...)
+	buf = strconv.AppendInt(buf, int64(i), 10)
+	return append(buf, `,"name":"Monstera deliciosa","tag":"aroid"}`...)
+}
+
+// A benchCase is one kind of request sent again and again.
+type benchCase struct {
+	method, target string
+	header         []benchHeader
+	// body returns the i-th request's body. It may reuse its memory: the
+	// handler is done with one body before the next is made.
+	body func(i int) []byte
+}
+
+// newRequest builds the i-th request of c.
+func (c benchCase) newRequest(i int) *http.Request {
+	req := httptest.NewRequest(c.method, c.target, bytes.NewReader(c.body(i)))
+	for _, h := range c.header {
+		req.Header[h.key] = h.value
+	}
+	return req
+}
+
+// createCase posts a valid plant with a new id each time.
+func createCase() benchCase {
+	var buf []byte
+	return benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
+		body: func(i int) []byte {
+			buf = benchCreateBody(buf, i)
+			return buf
+		}}
+}
+
+// fixedCase sends the same request each time.
+func fixedCase(method, target string, body string, header ...benchHeader) benchCase {
+	b := []byte(body)
+	return benchCase{method: method, target: target, header: header, body: func(int) []byte { return b }}
+}
+
+// newBenchHandler returns the handler under test over fresh memory storage,
+// accepting testToken and logging nowhere.
+func newBenchHandler(opts ...httpapi.Option) http.Handler {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	opts = append([]httpapi.Option{
+		httpapi.WithTokens(testToken),
+		httpapi.WithLogger(slog.New(slog.DiscardHandler)),
+	}, opts...)
+	return httpapi.New(ps, opts...)
+}
+
+// serveBench sends c's requests to h, b.N of them, numbering them from
+// first on.
+func serveBench(b *testing.B, h http.Handler, c benchCase, first int) {
+	b.ReportAllocs()
+	start, ok := processCPU()
+	for i := first; b.Loop(); i++ {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, c.newRequest(i))
+	}
+	if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
+		b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// processCPU returns the CPU time the process has used so far, in user and
+// system mode, over all its threads.
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
+// checkBench fails b unless h answers c's request number i with status
+// and, when code is not zero, an Error with that code.
+func checkBench(b *testing.B, h http.Handler, c benchCase, i, status, code int) {
+	b.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, c.newRequest(i))
+	if rec.Code != status {
+		b.Fatalf("status = %d, want %d (body %s)", rec.Code, status, rec.Body)
+	}
+	if code == 0 {
+		return
+	}
+	var we wireError
+	if err := json.Unmarshal(rec.Body.Bytes(), &we); err != nil || int(we.Error) != code {
+		b.Fatalf("body %s is not an Error with code %d", rec.Body, code)
+	}
+}
+
+func BenchmarkHarness(b *testing.B) {
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	serveBench(b, h, createCase(), 0)
+}
+
+// floorBody is the floor handler's fixed answer, a Plant.
+var floorBody = []byte(`{"name":"Monstera deliciosa","tag":"aroid"}`)
+
+// floorHandler reads the whole body and answers 200 with a fixed Plant. It
+// checks and parses nothing: it is the least any handler can do.
+func floorHandler(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header()["Content-Type"] = []string{"application/json"}
+	w.WriteHeader(http.StatusOK)
+	w.Write(floorBody)
+}
+
+func BenchmarkFloor(b *testing.B) {
+	serveBench(b, http.HandlerFunc(floorHandler), createCase(), 0)
+}
+
+// freshStores serves each request with a handler over memory storage that
+// it replaces with a new one every size requests. Otherwise the store would
+// grow by a plant per op, and every garbage collection, paid for by
+// whatever allocates, the harness included, would mark the whole store: the
+// figures would measure the cost of a large live heap to the harness's own
+// garbage rather than the HTTP path.
+type freshStores struct {
+	size int
+	opts []httpapi.Option
+	h    http.Handler
+	n    int
+}
+
+func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.h == nil || f.n == f.size {
+		f.h = newBenchHandler(f.opts...)
+		f.n = 0
+	}
+	f.n++
+	f.h.ServeHTTP(w, r)
+}
+
+// BenchmarkCreate creates a new plant per op, without (log=off) and with
+// (log=on) an access log formatted as JSON and thrown away, in stores that
+// start over every 4096 plants or, to show what a larger live heap costs
+// the harness's garbage collection, every 65536.
+func BenchmarkCreate(b *testing.B) {
+	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
+	for _, tt := range []struct {
+		name string
+		size int
+		opts []httpapi.Option
+	}{
+		{"store=4k/log=off", 1 << 12, nil},
+		{"store=4k/log=on", 1 << 12, accessLog},
+		{"store=64k/log=off", 1 << 16, nil},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			h := &freshStores{size: tt.size, opts: tt.opts}
+			c := createCase()
+			checkBench(b, h, c, -1, http.StatusOK, 0)
+			serveBench(b, h, c, 0)
+		})
+	}
+}
+
+// BenchmarkError sends requests that fail, one kind per sub-benchmark.
+func BenchmarkError(b *testing.B) {
+	tooLarge := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
+	valid := `{"id":1,"name":"Monstera deliciosa","tag":"aroid"}`
+	tests := []struct {
+		name     string
+		c        benchCase
+		wantCode int
+	}{
+		{"unauthorized", fixedCase("POST", "/plants", valid,
+			benchHeader{"Authorization", []string{"Bearer not-" + testToken}}, jsonHeader), 401},
+		{"content-type", fixedCase("POST", "/plants", valid,
+			authHeader, benchHeader{"Content-Type", []string{"text/plain"}}), 415},
+		{"too-large", fixedCase("POST", "/plants", tooLarge, authHeader, jsonHeader), 413},
+		{"malformed", fixedCase("POST", "/plants", `{"id":1,"name":"Monstera deliciosa","tag":"aroid"`,
+			authHeader, jsonHeader), 400},
+		{"invalid", fixedCase("POST", "/plants", `{"id":"1","name":"Monstera deliciosa","tag":"aroid"}`,
+			authHeader, jsonHeader), 400},
+		{"conflict", fixedCase("POST", "/plants", valid, authHeader, jsonHeader), 409},
+		{"not-found", fixedCase("POST", "/plant", valid, authHeader, jsonHeader), 404},
+		{"method", fixedCase("PUT", "/plants", valid, authHeader, jsonHeader), 405},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			h := newBenchHandler()
+			if tt.wantCode == http.StatusConflict {
+				checkBench(b, h, tt.c, 0, http.StatusOK, 0)
+			}
+			checkBench(b, h, tt.c, 0, http.StatusBadRequest, tt.wantCode)
+			serveBench(b, h, tt.c, 0)
+		})
+	}
+}

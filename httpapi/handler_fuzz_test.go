@@ -1,0 +1,398 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// fuzzMaxBody is the body limit of the fuzzed handler: small, so that
+// fuzzing reaches the limit often.
+const fuzzMaxBody = 4096
+
+// The methods and paths a fuzzed request is sent with, chosen by index.
+var (
+	fuzzMethods = []string{"POST", "GET", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"}
+	fuzzPaths   = []string{"/plants", "/plants/1", "/plants/2", "/plants/x", "/plants/",
+		"/Plants", "/nowhere", "/openapi.json", "/healthz", "/readyz", "/plants?limit=1&after=0"}
+)
+
+// How a fuzzed request carries its Authorization header, chosen by index.
+const (
+	authValid  = iota // "Bearer " and the accepted token
+	authFuzzed        // the fuzzed value as it is
+	authBearer        // "Bearer " and the fuzzed value
+	authAbsent        // no Authorization header
+	authChoices
+)
+
+// fuzzPresent is the plant every fuzzed request finds already stored.
+var fuzzPresent = plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "aroid", HasTag: true}
+
+// FuzzHandler sends arbitrary bodies, with a fuzzed Content-Type and
+// Authorization header, a method and a path, to a handler over memory
+// storage holding one plant. Whatever a client sends, the handler must not
+// fail (no 5xx code, nothing logged as a warning or error), must answer any
+// failure with exactly the Error shape and status 400, and must create a
+// plant exactly when the body is a valid NewPlant according to an
+// independent reference, answering with exactly the plant sent.
+func FuzzHandler(f *testing.F) {
+	const json = "application/json"
+	seeds := []struct {
+		body         string
+		contentType  string
+		auth         string
+		authMode     uint8
+		method, path uint8
+	}{
+		{`{"id":2,"name":"Aloe","tag":"succulent"}`, json, "", authValid, 0, 0},
+		{`{"id":2,"name":"Aloe"}`, json, "", authValid, 0, 0},
+		{`{"id":2,"name":"","tag":""}`, json, "", authValid, 0, 0},
+		{`{"id":1,"name":"again"}`, json, "", authValid, 0, 0},
+		{`{"id":-9223372036854775808,"name":"min"}`, json, "", authValid, 0, 0},
+		{`{"id":9223372036854775808,"name":"over"}`, json, "", authValid, 0, 0},
+		{`{"id":2e3,"name":"exp","tag":"t"}`, json, "", authValid, 0, 0},
+		{`{"id":20.50e1,"name":"fraction"}`, json, "", authValid, 0, 0},
+		{`{"id":-0.0,"name":"zero"}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"a\u0000b"}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"\ud83c\udf35\"\\\/\b\f\n\r\t","tag":"\u00e9"}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"\ud800"}`, json, "", authValid, 0, 0},
+		{"{\"id\":3,\"name\":\"\xff\"}", json, "", authValid, 0, 0},
+		{`{"id":3,"name":"x","x":{"a":[1,{"b":null,"b":true}]}}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"x","n\u0061me":"y"}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"x","tag":null}`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"x"} `, "Application/JSON; charset=utf-8", "", authValid, 0, 0},
+		{`{"id":3,"name":"x"}`, "text/plain", "", authValid, 0, 0},
+		{`{"id":3,"name":"x"}`, json, "", authAbsent, 0, 0},
+		{`{"id":3,"name":"x"}`, json, "Basic dTpw", authFuzzed, 0, 0},
+		{`{"id":3,"name":"x"}`, json, "wrong-token", authBearer, 0, 0},
+		{`{"id":3,"name":"` + strings.Repeat("x", fuzzMaxBody) + `"}`, json, "", authValid, 0, 0},
+		{``, json, "", authValid, 0, 0},
+		{`[1]`, json, "", authValid, 0, 0},
+		{`{"id":3,"name":"x"}`, json, "", authValid, 3, 0},
+		{``, json, "", authValid, 2, 1},
+		{``, json, "", authValid, 2, 3},
+		{``, json, "", authValid, 1, 10},
+		{``, "", "", authAbsent, 1, 7},
+		{``, "", "", authAbsent, 1, 9},
+		{`{"id":3,"name":"x"}`, json, "", authValid, 0, 6},
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s.body), s.contentType, s.auth, s.authMode, s.method, s.path)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, contentType, auth string, authMode, method, path uint8) {
+		fr := fuzzRequest{
+			body:        body,
+			contentType: contentType,
+			method:      fuzzMethods[int(method)%len(fuzzMethods)],
+			path:        fuzzPaths[int(path)%len(fuzzPaths)],
+		}
+		switch authMode % authChoices {
+		case authValid:
+			fr.auth, fr.hasAuth = "Bearer "+testToken, true
+		case authFuzzed:
+			fr.auth, fr.hasAuth = auth, true
+		case authBearer:
+			fr.auth, fr.hasAuth = "Bearer "+auth, true
+		}
+		checkFuzzRequest(t, fr)
+	})
+}
+
+// A fuzzRequest is one request FuzzHandler sends.
+type fuzzRequest struct {
+	method, path string
+	body         []byte
+	contentType  string // absent when empty
+	auth         string
+	hasAuth      bool
+}
+
+// failLog records whether anything was logged at level Warn or above.
+type failLog struct {
+	mu     sync.Mutex
+	failed []string
+}
+
+func (l *failLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelWarn }
+
+func (l *failLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failed = append(l.failed, r.Message)
+	return nil
+}
+
+func (l *failLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *failLog) WithGroup(string) slog.Handler      { return l }
+
+func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
+	t.Helper()
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	if _, err := ps.Create(context.Background(), fuzzPresent); err != nil {
+		t.Fatal(err)
+	}
+	logs := &failLog{}
+	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(fuzzMaxBody),
+		httpapi.WithLogger(slog.New(logs)))
+
+	req := httptest.NewRequest(fr.method, fr.path, bytes.NewReader(fr.body))
+	if fr.contentType != "" {
+		req.Header["Content-Type"] = []string{fr.contentType}
+	}
+	if fr.hasAuth {
+		req.Header["Authorization"] = []string{fr.auth}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	resp := rec.Result()
+	got := rec.Body.Bytes()
+
+	if len(logs.failed) > 0 {
+		t.Errorf("%s %s: logged %q", fr.method, fr.path, logs.failed)
+	}
+	createRequest := fr.method == "POST" && fr.path == "/plants"
+	want, refErr := referenceNewPlant(fr.body)
+
+	switch {
+	case resp.StatusCode == http.StatusOK && createRequest:
+		if refErr != nil {
+			t.Fatalf("created a plant from a body the reference rejects (%v): %q, answer %s", refErr, fr.body, got)
+		}
+		checkCreated(t, ps, want, resp, got)
+	case resp.StatusCode == http.StatusOK:
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !jsontext.Value(got).IsValid() {
+			t.Errorf("%s %s: 200 answer with Content-Type %q is not JSON: %s", fr.method, fr.path, ct, got)
+		}
+	case resp.StatusCode == http.StatusNoContent && fr.method == "DELETE" && fr.path == "/plants/1":
+		if len(got) != 0 {
+			t.Errorf("DELETE answered 204 with a body: %s", got)
+		}
+	default:
+		code := checkFuzzError(t, fr, resp, got)
+		if createRequest && fuzzOrdinaryCreate(fr) {
+			// An authorized JSON request within the limit fails only for
+			// its body.
+			switch {
+			case refErr == nil && want.ID == fuzzPresent.ID:
+				if code != http.StatusConflict {
+					t.Errorf("body %q takes a stored id: error code %d, want 409", fr.body, code)
+				}
+			case refErr == nil:
+				t.Errorf("body %q is a valid NewPlant (%+v) but was refused: %s", fr.body, want, got)
+			case code != http.StatusBadRequest:
+				t.Errorf("body %q is not a NewPlant (%v): error code %d, want 400", fr.body, refErr, code)
+			}
+		}
+	}
+}
+
+// fuzzOrdinaryCreate reports whether fr passes every check a create makes
+// before it reads the body: the accepted token, JSON, within the limit.
+func fuzzOrdinaryCreate(fr fuzzRequest) bool {
+	return fr.hasAuth && fr.auth == "Bearer "+testToken && fr.contentType == "application/json" &&
+		len(fr.body) <= fuzzMaxBody
+}
+
+// checkFuzzError checks that a failure is answered with status 400 and
+// exactly the Error shape, with a code a client can cause, and returns the
+// code.
+func checkFuzzError(t *testing.T, fr fuzzRequest, resp *http.Response, body []byte) int {
+	t.Helper()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("%s %s: status %d, want 400 (body %s)", fr.method, fr.path, resp.StatusCode, body)
+	}
+	if ct := resp.Header.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json" {
+		t.Errorf("%s %s: Content-Type %q, want application/json", fr.method, fr.path, ct)
+	}
+	var members map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(body, &members); err != nil {
+		t.Fatalf("%s %s: error body %s is not a JSON object: %v", fr.method, fr.path, body, err)
+	}
+	var e struct {
+		Error   int32  `json:"error"`
+		Message string `json:"message"`
+	}
+	if len(members) != 2 || members["error"].Kind() != '0' || members["message"].Kind() != '"' {
+		t.Fatalf("%s %s: error body %s is not exactly {error, message}", fr.method, fr.path, body)
+	}
+	if err := jsonv2.Unmarshal(body, &e); err != nil || e.Message == "" {
+		t.Fatalf("%s %s: error body %s: int32 error and non-empty message wanted (%v)", fr.method, fr.path, body, err)
+	}
+	switch e.Error {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusConflict,
+		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+	case http.StatusUnauthorized:
+		if resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s %s: error code 401 without WWW-Authenticate", fr.method, fr.path)
+		}
+	default:
+		t.Fatalf("%s %s: error code %d for a client's request (body %s)", fr.method, fr.path, e.Error, body)
+	}
+	return int(e.Error)
+}
+
+// checkCreated checks that a 200 answer to a create is exactly the plant
+// sent, and that the plant is stored as sent.
+func checkCreated(t *testing.T, ps *plantstore.PlantStore, want plantstore.NewPlant, resp *http.Response, body []byte) {
+	t.Helper()
+	if ct := resp.Header.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	var members map[string]string
+	if err := jsonv2.Unmarshal(body, &members); err != nil {
+		t.Fatalf("200 body %s is not an object of strings: %v", body, err)
+	}
+	wantMembers := map[string]string{"name": want.Name}
+	if want.HasTag {
+		wantMembers["tag"] = want.Tag
+	}
+	if diff := cmp.Diff(wantMembers, members); diff != "" {
+		t.Errorf("200 body %s is not the plant sent (-want +got):\n%s", body, diff)
+	}
+	stored, err := ps.Plant(context.Background(), want.ID)
+	if err != nil {
+		t.Fatalf("plant %d answered 200 but is not stored: %v", want.ID, err)
+	}
+	if diff := cmp.Diff(plantstore.Plant(want), stored); diff != "" {
+		t.Errorf("stored plant (-want +got):\n%s", diff)
+	}
+}
+
+// A referenceError says why referenceNewPlant rejects a body.
+type referenceError string
+
+func (e referenceError) Error() string { return string(e) }
+
+// referenceNewPlant decides, independently of the handler's decoder,
+// whether body is a valid NewPlant: a JSON object (RFC 8259, valid UTF-8,
+// no duplicate member names at any depth, as go-json-experiment/json checks
+// by default) whose id is a number with an integer value within int64,
+// whose name is a string and whose tag, if present, is a string, name and
+// tag without NUL. Other members are ignored.
+func referenceNewPlant(body []byte) (plantstore.NewPlant, error) {
+	var members map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(body, &members); err != nil || members == nil {
+		return plantstore.NewPlant{}, referenceError("not a JSON object")
+	}
+	var np plantstore.NewPlant
+	id, ok := members["id"]
+	if !ok || id.Kind() != '0' {
+		return np, referenceError("id missing or not a number")
+	}
+	if np.ID, ok = referenceInteger(string(id)); !ok {
+		return np, referenceError("id not an integer within int64")
+	}
+	name, ok := members["name"]
+	if !ok || name.Kind() != '"' {
+		return np, referenceError("name missing or not a string")
+	}
+	if err := jsonv2.Unmarshal(name, &np.Name); err != nil || strings.ContainsRune(np.Name, 0) {
+		return np, referenceError("name has NUL")
+	}
+	if tag, ok := members["tag"]; ok {
+		if tag.Kind() != '"' {
+			return np, referenceError("tag not a string")
+		}
+		if err := jsonv2.Unmarshal(tag, &np.Tag); err != nil || strings.ContainsRune(np.Tag, 0) {
+			return np, referenceError("tag has NUL")
+		}
+		np.HasTag = true
+	}
+	return np, nil
+}
+
+// referenceInteger returns the value of the valid JSON number text when it
+// is an integer within int64. It computes with math/big, having first
+// settled the exponents too large to compute with.
+func referenceInteger(text string) (int64, bool) {
+	neg := strings.HasPrefix(text, "-")
+	text = strings.TrimPrefix(text, "-")
+	mantissa, expText, _ := strings.Cut(strings.ToLower(text), "e")
+	intPart, fracPart, _ := strings.Cut(mantissa, ".")
+	digits := strings.TrimLeft(intPart+fracPart, "0")
+	if digits == "" {
+		return 0, true // zero, however written
+	}
+	// The value is digits × 10^exp.
+	exp, err := strconv.ParseInt(expText, 10, 64)
+	if expText == "" {
+		exp, err = 0, nil
+	}
+	if err != nil {
+		// Beyond int64: a non-zero value is either huge or has a fraction.
+		return 0, false
+	}
+	exp -= int64(len(fracPart))
+	switch {
+	case exp >= 19:
+		return 0, false // at least 10^19
+	case exp < -int64(len(digits)):
+		return 0, false // less than 1 and not zero
+	}
+	v, _ := new(big.Int).SetString(digits, 10)
+	ten := big.NewInt(10)
+	if exp >= 0 {
+		v.Mul(v, new(big.Int).Exp(ten, big.NewInt(exp), nil))
+	} else {
+		var rem big.Int
+		v.QuoRem(v, new(big.Int).Exp(ten, big.NewInt(-exp), nil), &rem)
+		if rem.Sign() != 0 {
+			return 0, false
+		}
+	}
+	if neg {
+		v.Neg(v)
+	}
+	if !v.IsInt64() {
+		return 0, false
+	}
+	return v.Int64(), true
+}
+
+func TestReferenceInteger(t *testing.T) {
+	tests := []struct {
+		text   string
+		want   int64
+		wantOK bool
+	}{
+		{"0", 0, true},
+		{"-0.0e-99999999999999999999", 0, true},
+		{"12", 12, true},
+		{"1.5", 0, false},
+		{"1.50e1", 15, true},
+		{"150e-1", 15, true},
+		{"155e-1", 0, false},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"9223372036854775808", 0, false},
+		{"-9223372036854775808", math.MinInt64, true},
+		{"-9223372036854775809", 0, false},
+		{"-92233720368547758.08e2", math.MinInt64, true},
+		{"1e18", 1e18, true},
+		{"1e19", 0, false},
+		{"1e99999999999999999999", 0, false},
+		{"1e-99999999999999999999", 0, false},
+		{"0.000000000000000000001e21", 1, true},
+	}
+	for _, tt := range tests {
+		got, ok := referenceInteger(tt.text)
+		if diff := cmp.Diff([2]any{tt.want, tt.wantOK}, [2]any{got, ok}); diff != "" {
+			t.Errorf("referenceInteger(%q) mismatch (-want +got):\n%s", tt.text, diff)
+		}
+	}
+}
