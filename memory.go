@@ -18,9 +18,9 @@ import (
 // different ids seldom wait for one another. Each shard keeps its plants in
 // a B+ tree ordered by id, and List merges the shards' ordered runs, so the
 // cost of a page grows with its length and the number of shards, not with
-// the number of plants stored. A stored plant takes
-// one allocation: its name and tag packed into one string, copied so that
-// it never pins the caller's buffers.
+// the number of plants stored. A plant without a tag is kept as the name
+// string it was created with, as a map would keep it; a tagged plant takes
+// one allocation, its name and tag packed into one string.
 //
 // List does not read a snapshot: a plant created or deleted while List runs
 // may or may not be in the page. Every plant in the page was stored at some
@@ -227,13 +227,13 @@ func (h runHeap) pop() runHeap {
 	return h
 }
 
-// pack returns p's name and tag as one string, copied. A plant without a
-// tag is its name alone; a tagged plant is its name, its tag and then the
+// pack returns p's name and tag as one string. A plant without a tag is
+// its name alone, not copied: strings are immutable; a tagged plant is its name, its tag and then the
 // name's length as a uvarint with its bytes reversed, so that it can be
 // read from the end. The tree keeps HasTag beside the string.
 func pack(p Plant) string {
 	if !p.HasTag {
-		return strings.Clone(p.Name)
+		return p.Name
 	}
 	var n [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(n[:], uint64(len(p.Name)))

@@ -3,6 +3,7 @@ package plantstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -175,8 +176,28 @@ func (ps *PlantStore) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// storageError wraps a storage failure with the operation it broke. The
-// sentinels stay reachable through errors.Is.
+// storageError wraps a storage failure with the operation it broke and
+// the plant's id. The sentinels stay reachable through errors.Is; bare
+// ErrConflict and ErrNotFound, which the caller expects and whose id it
+// knows, are returned as they are, so that answering them costs nothing.
 func storageError(op string, id int64, err error) error {
-	return fmt.Errorf("plantstore: %s plant %d: %w", op, id, err)
+	if err == ErrConflict || err == ErrNotFound {
+		return err
+	}
+	return &opError{op: op, id: id, err: err}
 }
+
+// An opError is a storage failure of one operation on one plant. Its
+// message is built only when asked for, so that an expected failure such
+// as a conflict costs a single allocation.
+type opError struct {
+	op  string
+	id  int64
+	err error
+}
+
+func (e *opError) Error() string {
+	return "plantstore: " + e.op + " plant " + strconv.FormatInt(e.id, 10) + ": " + e.err.Error()
+}
+
+func (e *opError) Unwrap() error { return e.err }

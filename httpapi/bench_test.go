@@ -41,10 +41,14 @@ var (
 	jsonHeader = benchHeader{"Content-Type", []string{"application/json"}}
 )
 
-// benchCreateBody returns a valid NewPlant body with id i, written over buf.
-func benchCreateBody(buf []byte, i int) []byte {
+// benchCreateBody returns a valid NewPlant body with id i, written over buf,
+// with a tag unless untagged is set.
+func benchCreateBody(buf []byte, i int, untagged bool) []byte {
 	buf = append(buf[:0], `{"id":`...)
 	buf = strconv.AppendInt(buf, int64(i), 10)
+	if untagged {
+		return append(buf, `,"name":"Monstera deliciosa"}`...)
+	}
 	return append(buf, `,"name":"Monstera deliciosa","tag":"aroid"}`...)
 }
 
@@ -67,11 +71,11 @@ func (c benchCase) newRequest(i int) *http.Request {
 }
 
 // createCase posts a valid plant with a new id each time.
-func createCase() benchCase {
+func createCase(untagged bool) benchCase {
 	var buf []byte
 	return benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
 		body: func(i int) []byte {
-			buf = benchCreateBody(buf, i)
+			buf = benchCreateBody(buf, i, untagged)
 			return buf
 		}}
 }
@@ -137,7 +141,7 @@ func checkBench(b *testing.B, h http.Handler, c benchCase, i, status, code int) 
 
 func BenchmarkHarness(b *testing.B) {
 	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	serveBench(b, h, createCase(), 0)
+	serveBench(b, h, createCase(false), 0)
 }
 
 // floorBody is the floor handler's fixed answer, a Plant.
@@ -153,7 +157,7 @@ func floorHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 func BenchmarkFloor(b *testing.B) {
-	serveBench(b, http.HandlerFunc(floorHandler), createCase(), 0)
+	serveBench(b, http.HandlerFunc(floorHandler), createCase(false), 0)
 }
 
 // freshStores serves each request with a handler over memory storage that
@@ -185,17 +189,19 @@ func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func BenchmarkCreate(b *testing.B) {
 	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
 	for _, tt := range []struct {
-		name string
-		size int
-		opts []httpapi.Option
+		name     string
+		size     int
+		untagged bool
+		opts     []httpapi.Option
 	}{
-		{"store=4k/log=off", 1 << 12, nil},
-		{"store=4k/log=on", 1 << 12, accessLog},
-		{"store=64k/log=off", 1 << 16, nil},
+		{"store=4k/log=off", 1 << 12, false, nil},
+		{"store=4k/log=off/tag=none", 1 << 12, true, nil},
+		{"store=4k/log=on", 1 << 12, false, accessLog},
+		{"store=64k/log=off", 1 << 16, false, nil},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			h := &freshStores{size: tt.size, opts: tt.opts}
-			c := createCase()
+			c := createCase(tt.untagged)
 			checkBench(b, h, c, -1, http.StatusOK, 0)
 			serveBench(b, h, c, 0)
 		})
