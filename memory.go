@@ -58,10 +58,12 @@ func NewMemoryStorage() *MemoryStorage {
 	return m
 }
 
-// shard returns the shard that keeps id. The id is mixed first so that
-// ascending ids, and ids that differ only in high bits, spread evenly.
+// shard returns the shard that keeps id. Runs of 64 consecutive ids share
+// a shard, so that a client creating ascending ids works in one shard's
+// index for a while, out of other clients' way; the run number is mixed so
+// that runs, and ids that differ only in high bits, spread evenly.
 func (m *MemoryStorage) shard(id int64) *shard {
-	x := uint64(id)
+	x := uint64(id) >> 6
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
