@@ -267,3 +267,35 @@ func BenchmarkListPage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreateParallelSteady is BenchmarkCreateParallel at a steady
+// size: each goroutine deletes its plant created 4096 creates earlier, so
+// the store stays small and the figure shows how creates from several
+// cores contend, not how the garbage collector copes with a store growing
+// by millions. An op is one Create and one Delete.
+func BenchmarkCreateParallelSteady(b *testing.B) {
+	b.ReportAllocs()
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	var next atomic.Int64
+	var cpu cpuClock
+	cpu.start()
+	defer cpu.report(b)
+	defer cpu.stop()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		const window = 4096
+		base := next.Add(1) << 40
+		for i := int64(0); pb.Next(); i++ {
+			if _, err := ps.Create(ctx, plantstore.NewPlant{ID: base + i, Name: benchName}); err != nil {
+				b.Error(err)
+				return
+			}
+			if i >= window {
+				if err := ps.Delete(ctx, base+i-window); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+}
