@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -12,103 +10,8 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/faultproxy"
 )
-
-// A faultProxy forwards TCP connections to a target and can cut them all
-// and refuse new ones, as a database host that goes away would.
-type faultProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func newFaultProxy(t *testing.T, target string) *faultProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.serve)
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *faultProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *faultProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Go(func() { p.forward(c) })
-	}
-}
-
-// track records c as open, or closes it when the proxy is down.
-func (p *faultProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *faultProxy) forward(client net.Conn) {
-	if !p.track(client) {
-		return
-	}
-	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-	if err != nil {
-		client.Close()
-		return
-	}
-	if !p.track(server) {
-		client.Close()
-		return
-	}
-	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		dst.Close()
-		src.Close()
-	}
-	wg.Go(func() { pipe(server, client) })
-	wg.Go(func() { pipe(client, server) })
-	wg.Wait()
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
-}
-
-// cut closes every forwarded connection and refuses new ones until restore.
-func (p *faultProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-func (p *faultProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
 
 // TestDatabaseOutage cuts the connections to PostgreSQL under a load of
 // Creates and restores them: Creates during the outage fail with
@@ -121,8 +24,8 @@ func TestDatabaseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newFaultProxy(t, u.Host)
-	u.Host = proxy.addr()
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
 	proxied := openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2"}))
 	s := openStore(t, proxied, Postgres, WithOutbox())
 
@@ -191,7 +94,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	waitFor("creates before the outage", func() bool { return ok.Load() >= 200 })
-	proxy.cut()
+	proxy.Cut()
 	outage.Store(true)
 	waitFor("creates to fail during the outage", func() bool { return failedDuringOutage.Load() >= 50 })
 
@@ -207,7 +110,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	outage.Store(false)
-	proxy.restore()
+	proxy.Restore()
 	restored.Store(true)
 	waitFor("creates to succeed after the outage", func() bool { return okAfterRestore.Load() >= 200 })
 	close(stop)

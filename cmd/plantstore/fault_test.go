@@ -2,112 +2,15 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/faultproxy"
 )
-
-// A dbProxy forwards TCP connections to a database and can cut them all
-// and refuse new ones, as a database host that goes away would.
-type dbProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func newDBProxy(t *testing.T, target string) *dbProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dbProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *dbProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *dbProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Go(func() { p.forward(c) })
-	}
-}
-
-// track records c as open, or closes it and reports false when the proxy
-// is down.
-func (p *dbProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *dbProxy) forward(client net.Conn) {
-	if !p.track(client) {
-		return
-	}
-	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-	if err != nil {
-		client.Close()
-		return
-	}
-	if !p.track(server) {
-		client.Close()
-		return
-	}
-	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		dst.Close()
-		src.Close()
-	}
-	wg.Go(func() { pipe(server, client) })
-	wg.Go(func() { pipe(client, server) })
-	wg.Wait()
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
-}
-
-// cut closes every forwarded connection and refuses new ones until
-// restore. When it returns, nothing sent afterwards reaches the database.
-func (p *dbProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-func (p *dbProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
 
 // errorOf sends GET path and returns the Error code of the answer, or 0
 // for a 200.
@@ -142,8 +45,8 @@ func TestDatabaseOutage(t *testing.T) {
 	if dsn.Port() == "" {
 		target = net.JoinHostPort(dsn.Hostname(), "5432")
 	}
-	proxy := newDBProxy(t, target)
-	dsn.Host = proxy.addr()
+	proxy := faultproxy.New(t, target)
+	dsn.Host = proxy.Addr()
 	q := dsn.Query()
 	q.Set("connect_timeout", "2")
 	dsn.RawQuery = q.Encode()
@@ -218,7 +121,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Errorf("GET /readyz before the outage = error %d, want 200", code)
 	}
 
-	proxy.cut()
+	proxy.Cut()
 	phase.Store(duringOutage)
 	waitFor("creates to fail during the outage", func() bool { return counts[duringOutage].unavailable.Load() >= 50 })
 	waitFor("GET /readyz to answer 503", func() bool { return errorOf(t, p.url, "/readyz") == 503 })
@@ -235,7 +138,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	phase.Store(afterOutage)
-	proxy.restore()
+	proxy.Restore()
 	waitFor("creates to succeed after the outage", func() bool { return counts[afterOutage].ok.Load() >= 200 })
 	stopLoad()
 	select {
