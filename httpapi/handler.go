@@ -166,7 +166,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	if len(plants) == limit {
 		last := plants[len(plants)-1].ID
-		w.Header()["Link"] = []string{"</plants?limit=" + strconv.Itoa(limit) +
+		// A query-only reference keeps the request's path, so the link
+		// stays right when the handler is mounted under a prefix.
+		w.Header()["Link"] = []string{"<?limit=" + strconv.Itoa(limit) +
 			"&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
 	}
 	b := make([]byte, 0, 64*len(plants)+2)

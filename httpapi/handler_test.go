@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -411,6 +412,17 @@ func TestMountedUnderPrefix(t *testing.T) {
 	}
 	if r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``); r.status != 200 {
 		t.Fatalf("openapi under prefix: %d", r.status)
+	}
+	// The next-page link resolves under the prefix.
+	if r := e.do("POST", "/plants", nil, `{"id":2,"name":"y"}`); r.status != 200 {
+		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+	}
+	r := e.do("GET", "/plants?limit=1", nil, ``)
+	link := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Link"), "<"), `>; rel="next"`)
+	base, _ := url.Parse(e.url + "/api/plants?limit=1")
+	next, err := base.Parse(link)
+	if err != nil || next.Path != "/api/plants" || next.Query().Get("after") != "1" {
+		t.Errorf("Link %q resolves to %v (%v), want /api/plants?limit=1&after=1", r.header.Get("Link"), next, err)
 	}
 }
 

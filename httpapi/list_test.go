@@ -46,7 +46,7 @@ func TestList(t *testing.T) {
 		wantLink string
 	}{
 		{"", all, ""},
-		{"?limit=2", all[:2], `</plants?limit=2&after=10>; rel="next"`},
+		{"?limit=2", all[:2], `<?limit=2&after=10>; rel="next"`},
 		{"?limit=2&after=10", all[2:], ""},
 		{"?after=-5", all[1:], ""},
 		{"?after=30", []listedPlant{}, ""},
@@ -127,7 +127,7 @@ func TestListPagesThroughManyPlants(t *testing.T) {
 		if link == "" {
 			break
 		}
-		query = strings.TrimPrefix(strings.Split(link, ">")[0], "</plants")
+		query = strings.TrimPrefix(strings.Split(link, ">")[0], "<")
 	}
 	if seen != n {
 		t.Errorf("paging saw %d plants, want %d", seen, n)
