@@ -1,14 +1,15 @@
 package plantstore
 
 // This file holds the ordered index behind MemoryStorage: a B+ tree keyed
-// by plant id whose leaves keep each plant as one packed string (see
-// memory.go). Leaves are chained left to right so that a range scan walks
+// by plant id whose leaves keep each plant as a ref into its shard's arena
+// (see arena.go). Leaves hold no pointer but the one to the next leaf,
+// first, so the garbage collector scans a leaf in one word. Leaves are chained left to right so that a range scan walks
 // them without going back up the tree. A btree is not safe for concurrent
 // use; its shard's lock guards it.
 
 const (
 	// leafCap makes a leaf fit the 2048-byte allocation size class exactly.
-	leafCap = 81
+	leafCap = 119
 	// innerCap makes an inner node fit the 1536-byte size class exactly.
 	innerCap = 64
 
@@ -25,7 +26,7 @@ type leaf struct {
 	next   *leaf // the leaf holding the next greater ids, or nil
 	n      int
 	keys   [leafCap]int64
-	vals   [leafCap]string
+	vals   [leafCap]ref
 	tagged [leafCap]bool
 }
 
@@ -41,7 +42,7 @@ type inner struct {
 	leaves [innerCap]*leaf
 }
 
-// A btree maps plant ids to packed plants. Its zero value is not usable;
+// A btree maps plant ids to refs of packed plants. Its zero value is not usable;
 // call init.
 type btree struct {
 	root *inner
@@ -96,20 +97,20 @@ func (t *btree) findLeaf(key int64) *leaf {
 	return n.leaves[n.child(key)]
 }
 
-// get returns the packed plant stored under key.
-func (t *btree) get(key int64) (val string, tagged, ok bool) {
+// get returns the ref of the plant stored under key.
+func (t *btree) get(key int64) (val ref, tagged, ok bool) {
 	l := t.findLeaf(key)
 	i := l.search(key)
 	if i < l.n && l.keys[i] == key {
 		return l.vals[i], l.tagged[i], true
 	}
-	return "", false, false
+	return 0, false, false
 }
 
-// An entry is one packed plant copied out of a tree.
+// An entry is one plant's ref copied out of a tree.
 type entry struct {
 	key    int64
-	val    string
+	val    ref
 	tagged bool
 }
 
@@ -135,7 +136,7 @@ func (t *btree) appendFrom(dst []entry, from int64, max int) []entry {
 
 // insert stores val under key and reports whether it did: it changes
 // nothing when key is already present.
-func (t *btree) insert(key int64, val string, tagged bool) bool {
+func (t *btree) insert(key int64, val ref, tagged bool) bool {
 	ok, right, sep := t.root.insert(t.height, key, val, tagged)
 	if right != nil {
 		root := &inner{n: 2}
@@ -150,7 +151,7 @@ func (t *btree) insert(key int64, val string, tagged bool) bool {
 // insert stores val under key in the subtree of n, whose height is h. When
 // n had to split, it returns the new right sibling and the lower bound of
 // its keys.
-func (n *inner) insert(h int, key int64, val string, tagged bool) (ok bool, right *inner, sep int64) {
+func (n *inner) insert(h int, key int64, val ref, tagged bool) (ok bool, right *inner, sep int64) {
 	i := n.child(key)
 	if h == 1 {
 		ok, r, s := n.leaves[i].insert(key, val, tagged)
@@ -202,7 +203,7 @@ func (n *inner) putChild(i int, sep int64, kid *inner, lf *leaf) {
 
 // insert stores val under key in l. When l had to split, it returns the new
 // right sibling and its least key.
-func (l *leaf) insert(key int64, val string, tagged bool) (ok bool, right *leaf, sep int64) {
+func (l *leaf) insert(key int64, val ref, tagged bool) (ok bool, right *leaf, sep int64) {
 	i := l.search(key)
 	if i < l.n && l.keys[i] == key {
 		return false, nil, 0
@@ -236,7 +237,7 @@ func (l *leaf) insert(key int64, val string, tagged bool) (ok bool, right *leaf,
 }
 
 // put inserts an entry at index i of l, which has room for it.
-func (l *leaf) put(i int, key int64, val string, tagged bool) {
+func (l *leaf) put(i int, key int64, val ref, tagged bool) {
 	if i < l.n {
 		copy(l.keys[i+1:l.n+1], l.keys[i:l.n])
 		copy(l.vals[i+1:l.n+1], l.vals[i:l.n])
@@ -281,7 +282,8 @@ func (n *inner) delete(h int, key int64) bool {
 }
 
 // remove removes key from l and reports whether it was present. The freed
-// slot is cleared so that the packed plant can be collected.
+// slot is cleared; the plant's bytes stay in the arena until it is
+// compacted.
 func (l *leaf) remove(key int64) bool {
 	i := l.search(key)
 	if i >= l.n || l.keys[i] != key {
@@ -291,7 +293,7 @@ func (l *leaf) remove(key int64) bool {
 	copy(l.vals[i:], l.vals[i+1:l.n])
 	copy(l.tagged[i:], l.tagged[i+1:l.n])
 	l.n--
-	l.vals[l.n] = ""
+	l.vals[l.n] = 0
 	return true
 }
 

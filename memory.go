@@ -2,11 +2,9 @@ package plantstore
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"runtime"
-	"strings"
 	"sync"
 )
 
@@ -18,9 +16,9 @@ import (
 // different ids seldom wait for one another. Each shard keeps its plants in
 // a B+ tree ordered by id, and List merges the shards' ordered runs, so the
 // cost of a page grows with its length and the number of shards, not with
-// the number of plants stored. A plant without a tag is kept as the name
-// string it was created with, as a map would keep it; a tagged plant takes
-// one allocation, its name and tag packed into one string.
+// the number of plants stored. Names and tags are copied into each shard's
+// arena, large chunks without pointers, so that storing a plant seldom
+// allocates and the garbage collector has nothing per plant to scan.
 //
 // List does not read a snapshot: a plant created or deleted while List runs
 // may or may not be in the page. Every plant in the page was stored at some
@@ -35,6 +33,7 @@ type MemoryStorage struct {
 type shard struct {
 	mu sync.Mutex
 	t  btree
+	a  arena
 	_  [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
@@ -75,10 +74,13 @@ func (m *MemoryStorage) Create(ctx context.Context, p Plant) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	val := pack(p)
 	s := m.shard(p.ID)
 	s.mu.Lock()
-	ok := s.t.insert(p.ID, val, p.HasTag)
+	r := s.a.put(p)
+	ok := s.t.insert(p.ID, r, p.HasTag)
+	if !ok {
+		s.a.unput(r, p)
+	}
 	s.mu.Unlock()
 	if !ok {
 		return ErrConflict
@@ -93,12 +95,12 @@ func (m *MemoryStorage) Plant(ctx context.Context, id int64) (Plant, error) {
 	}
 	s := m.shard(id)
 	s.mu.Lock()
-	val, tagged, ok := s.t.get(id)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	r, tagged, ok := s.t.get(id)
 	if !ok {
 		return Plant{}, ErrNotFound
 	}
-	return unpack(id, val, tagged), nil
+	return s.a.plant(id, r, tagged), nil
 }
 
 // Delete implements [Storage.Delete].
@@ -108,12 +110,33 @@ func (m *MemoryStorage) Delete(ctx context.Context, id int64) error {
 	}
 	s := m.shard(id)
 	s.mu.Lock()
-	ok := s.t.delete(id)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	r, tagged, ok := s.t.get(id)
 	if !ok {
 		return ErrNotFound
 	}
+	s.t.delete(id)
+	if s.a.free(r, tagged) {
+		s.compact()
+	}
 	return nil
+}
+
+// compact copies the plants s stores into a new arena, leaving the dead
+// bytes of deleted plants behind with the old one. Plants already handed
+// out keep the old chunks they point into alive until they are dropped.
+func (s *shard) compact() {
+	var a arena
+	n := s.t.root
+	for h := s.t.height; h > 1; h-- {
+		n = n.kids[0]
+	}
+	for l := n.leaves[0]; l != nil; l = l.next {
+		for i := range l.n {
+			l.vals[i] = a.put(s.a.plant(l.keys[i], l.vals[i], l.tagged[i]))
+		}
+	}
+	s.a = a
 }
 
 // List implements [Storage.List]. It takes a short run of plants from each
@@ -134,11 +157,14 @@ func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plan
 	defer listScratchPool.Put(sc)
 	if need := len(m.shards) * run; len(sc.slab) < need {
 		sc.slab = make([]entry, need)
+		sc.plants = make([]Plant, need)
 	}
-	slab := sc.slab
+	slab, plants := sc.slab, sc.plants
 	runs := sc.runs[:0]
 	for i := range m.shards {
-		r := listRun{s: &m.shards[i], buf: slab[i*run : i*run : (i+1)*run]}
+		r := listRun{s: &m.shards[i],
+			raw: slab[i*run : i*run : (i+1)*run],
+			buf: plants[i*run : i*run : (i+1)*run]}
 		if r.fill(from) {
 			runs = append(runs, r)
 		}
@@ -149,10 +175,10 @@ func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plan
 	out := make([]Plant, 0, min(limit, MaxListLimit))
 	for len(h) > 0 && len(out) < limit {
 		r := &h[0]
-		e := r.buf[r.pos]
-		out = append(out, unpack(e.key, e.val, e.tagged))
+		p := r.buf[r.pos]
+		out = append(out, p)
 		r.pos++
-		if r.pos == len(r.buf) && (r.done || e.key == math.MaxInt64 || !r.fill(e.key+1)) {
+		if r.pos == len(r.buf) && (r.done || p.ID == math.MaxInt64 || !r.fill(p.ID+1)) {
 			h = h.pop()
 			continue
 		}
@@ -166,8 +192,9 @@ func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plan
 // refers to are at most one page's worth per shard, and the pool drops it
 // within two garbage collections.
 type listScratch struct {
-	slab []entry
-	runs []listRun
+	slab   []entry
+	plants []Plant
+	runs   []listRun
 }
 
 var listScratchPool = sync.Pool{New: func() any { return new(listScratch) }}
@@ -175,7 +202,8 @@ var listScratchPool = sync.Pool{New: func() any { return new(listScratch) }}
 // A listRun is a shard's plants from some id on, taken a few at a time.
 type listRun struct {
 	s    *shard
-	buf  []entry
+	raw  []entry // the refs of buf's plants
+	buf  []Plant
 	pos  int
 	done bool // the shard holds nothing after buf
 }
@@ -185,7 +213,11 @@ type listRun struct {
 func (r *listRun) fill(from int64) bool {
 	n := cap(r.buf)
 	r.s.mu.Lock()
-	r.buf = r.s.t.appendFrom(r.buf[:0], from, n)
+	r.raw = r.s.t.appendFrom(r.raw[:0], from, n)
+	r.buf = r.buf[:0]
+	for _, e := range r.raw {
+		r.buf = append(r.buf, r.s.a.plant(e.key, e.val, e.tagged))
+	}
 	r.s.mu.Unlock()
 	r.pos = 0
 	r.done = len(r.buf) < n
@@ -195,7 +227,7 @@ func (r *listRun) fill(from int64) bool {
 // A runHeap is a min-heap of runs ordered by their next id.
 type runHeap []listRun
 
-func (h runHeap) key(i int) int64 { return h[i].buf[h[i].pos].key }
+func (h runHeap) key(i int) int64 { return h[i].buf[h[i].pos].ID }
 
 func (h runHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
@@ -227,44 +259,4 @@ func (h runHeap) pop() runHeap {
 	h = h[:last]
 	h.down(0)
 	return h
-}
-
-// pack returns p's name and tag as one string. A plant without a tag is
-// its name alone, not copied: strings are immutable; a tagged plant is its name, its tag and then the
-// name's length as a uvarint with its bytes reversed, so that it can be
-// read from the end. The tree keeps HasTag beside the string.
-func pack(p Plant) string {
-	if !p.HasTag {
-		return p.Name
-	}
-	var n [binary.MaxVarintLen64]byte
-	k := binary.PutUvarint(n[:], uint64(len(p.Name)))
-	var b strings.Builder
-	b.Grow(len(p.Name) + len(p.Tag) + k)
-	b.WriteString(p.Name)
-	b.WriteString(p.Tag)
-	for i := k - 1; i >= 0; i-- {
-		b.WriteByte(n[i])
-	}
-	return b.String()
-}
-
-// unpack returns the plant that pack packed into val. The name and tag
-// share val's memory.
-func unpack(id int64, val string, tagged bool) Plant {
-	if !tagged {
-		return Plant{ID: id, Name: val}
-	}
-	var n uint64
-	i := len(val) - 1
-	for shift := uint(0); ; shift += 7 {
-		c := val[i]
-		i--
-		n |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			break
-		}
-	}
-	rest := val[:i+1]
-	return Plant{ID: id, Name: rest[:n], Tag: rest[n:], HasTag: true}
 }

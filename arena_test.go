@@ -1,0 +1,91 @@
+package plantstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestArenaCompaction deletes most of a store's plants, which makes the
+// shards compact their arenas, and checks that every remaining plant reads
+// back exactly while the arenas shrink to what is live.
+func TestArenaCompaction(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryStorage()
+	plant := func(id int64) Plant {
+		p := Plant{ID: id, Name: fmt.Sprintf("%d %s", id, strings.Repeat("n", 4000))}
+		if id%3 == 0 {
+			p.Tag, p.HasTag = fmt.Sprint("tag ", id), true
+		}
+		return p
+	}
+	const n = 8000
+	for id := range int64(n) {
+		if err := m.Create(ctx, plant(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A conflicting create leaves nothing behind in the arena.
+	before := m.arenaBytes()
+	if err := m.Create(ctx, plant(5)); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Create of a taken id = %v, want ErrConflict", err)
+	}
+	if after := m.arenaBytes(); after != before {
+		t.Errorf("a conflicting create grew the arenas from %d to %d bytes", before, after)
+	}
+	kept, _ := m.Plant(ctx, 4) // handed out before compaction
+	for id := range int64(n) {
+		if id%8 != 0 {
+			if err := m.Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id := range int64(n) {
+		got, err := m.Plant(ctx, id)
+		if id%8 != 0 {
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Plant(%d) after delete = %v, want ErrNotFound", id, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(plant(id), got); diff != "" {
+			t.Fatalf("Plant(%d) after compaction mismatch (-want +got):\n%s", id, diff)
+		}
+	}
+	if diff := cmp.Diff(plant(4), kept); diff != "" {
+		t.Errorf("a plant read before compaction changed (-want +got):\n%s", diff)
+	}
+	live := n / 8 * (len(plant(8).Name) + 8)
+	if total := m.arenaBytes(); total > 3*live {
+		t.Errorf("arenas hold %d bytes for about %d live ones: dead bytes were not reclaimed", total, live)
+	}
+	page, err := m.List(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range page {
+		if diff := cmp.Diff(plant(int64(i*8)), p); diff != "" {
+			t.Fatalf("listed plant %d mismatch (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// arenaBytes returns the bytes written to all shards' arenas.
+func (m *MemoryStorage) arenaBytes() int {
+	total := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		total += s.a.total
+		s.mu.Unlock()
+	}
+	return total
+}
