@@ -23,7 +23,7 @@ type arena struct {
 type ref uint64
 
 const (
-	// chunkSize is the size of an ordinary chunk.
+	// chunkSize is the size of an ordinary chunk, once a shard has a few.
 	chunkSize = 64 << 10
 	// ownChunk is the size from which a plant gets a chunk of its own.
 	ownChunk = chunkSize / 8
@@ -58,7 +58,13 @@ func (a *arena) put(p Plant) ref {
 		c = a.chunks[idx]
 	}
 	if idx < 0 || cap(c)-len(c) < size {
+		// Chunks start small and double up to chunkSize, so that a shard
+		// holding few plants holds little memory.
 		capacity := chunkSize
+		if n := len(a.chunks); n < 6 {
+			capacity = 1 << (10 + n)
+		}
+		capacity = max(capacity, size)
 		if size >= ownChunk {
 			capacity = size
 		}
