@@ -113,7 +113,7 @@ func (s *subscriber) passed(seq int64) bool {
 func (s *subscriber) run(ctx context.Context) {
 	cfg := &s.d.cfg
 	jobs := make(chan *delivery)
-	// One slot per worker, so that workers never wait to report.
+	// One slot per worker, so that workers seldom wait to report.
 	results := make(chan result, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for range cfg.Concurrency {
@@ -164,9 +164,13 @@ func (s *subscriber) run(ctx context.Context) {
 		}
 	}
 
+	// Drain results while the workers finish: a worker may have more than
+	// one result to report, and must not block on a full channel.
 	close(jobs)
-	wg.Wait()
-	close(results)
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
 	for r := range results {
 		// A delivery that succeeded as ctx ended still counts, so that it
 		// is not sent again after a restart.
