@@ -174,7 +174,7 @@ type freshStores struct {
 }
 
 func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f.h == nil || f.n == f.size {
+	if f.h == nil || f.n == f.size && f.size > 0 {
 		f.h = newBenchHandler(f.opts...)
 		f.n = 0
 	}
@@ -198,6 +198,7 @@ func BenchmarkCreate(b *testing.B) {
 		{"store=4k/log=off/tag=none", 1 << 12, true, nil},
 		{"store=4k/log=on", 1 << 12, false, accessLog},
 		{"store=64k/log=off", 1 << 16, false, nil},
+		{"store=grow/log=off", 0, false, nil},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			h := &freshStores{size: tt.size, opts: tt.opts}

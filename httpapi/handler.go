@@ -364,20 +364,38 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	rec := recorderPool.Get().(*accessRecorder)
 	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
-		attrs := [...]slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status),
-			slog.Duration("duration", time.Since(start)),
-			slog.Int("error", rec.code),
-		}
-		n := len(attrs)
-		if rec.code == 0 {
-			n--
-		}
-		h.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:n]...)
+		h.logAccess(r, rec, start)
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
 	h.router.ServeHTTP(rec, r)
+}
+
+// logAccess writes the access line of a request that started at start.
+// It hands the record to the logger's handler itself: that reads the clock
+// once for both the line's time and the duration, and skips the caller
+// lookup that Logger.LogAttrs makes for a source position the line does
+// not need.
+func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) {
+	ctx := r.Context()
+	lh := h.accessLog.Handler()
+	if !lh.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	end := time.Now()
+	line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+	attrs := [...]slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", rec.status),
+		slog.Duration("duration", end.Sub(start)),
+		slog.Int("error", rec.code),
+	}
+	n := len(attrs)
+	if rec.code == 0 {
+		n--
+	}
+	line.AddAttrs(attrs[:n]...)
+	// As with Logger.LogAttrs, a line the handler fails to write is lost.
+	_ = lh.Handle(ctx, line)
 }

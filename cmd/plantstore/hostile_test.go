@@ -204,12 +204,49 @@ func TestTimeoutFlagsMustBePositive(t *testing.T) {
 	for _, args := range [][]string{
 		{"-read-header-timeout", "0s"},
 		{"-read-timeout", "-1s"},
+		{"-write-timeout", "0s"},
 	} {
 		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "must be positive") {
 			t.Errorf("run %v = %v, want an error saying the timeout must be positive", args, err)
 		}
 	}
+}
+
+// TestUnreadAnswersAreCutOff pipelines thousands of requests for the
+// OpenAPI document, through a small receive buffer, and reads none of the
+// answers for a while: the server drops the connection once its writes
+// have stalled for the write timeout, rather than wait on it for as long
+// as the client likes, and keeps serving other clients.
+func TestUnreadAnswersAreCutOff(t *testing.T) {
+	url := startServer(t, "-db", "memory", "-write-timeout", "1s")
+	d := net.Dialer{Timeout: hostileWait, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
+		})
+		return errors.Join(err, serr)
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+
+	const n = 4000
+	req := "GET /openapi.json HTTP/1.1\r\nHost: plantstore\r\n\r\n"
+	go io.WriteString(conn, strings.Repeat(req, n)) // fails once the server drops the connection
+	time.Sleep(4 * time.Second)
+	w := watch(conn)
+	if !w.closedByServer() {
+		t.Fatalf("the server kept a connection whose answers went unread: %v (got %d bytes, %d answers)", w.err, len(w.data), bytes.Count(w.data, []byte("HTTP/1.1 200")))
+	}
+	if got := bytes.Count(w.data, []byte("HTTP/1.1 200")); got >= n {
+		t.Errorf("the client got all %d answers, want the server to give up part way", got)
+	} else {
+		t.Logf("the server gave up after sending %d of %d answers", got, n)
+	}
+	checkServing(t, url, 1)
 }
 
 // raiseFileLimit makes sure the process may hold need open files, raising

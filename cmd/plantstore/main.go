@@ -47,8 +47,10 @@ type options struct {
 	// clients cannot hold connections forever.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
-	webhooks          []string
-	webhookSecret     string
+	// writeTimeout bounds how long a client may leave answers unread.
+	writeTimeout  time.Duration
+	webhooks      []string
+	webhookSecret string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -62,8 +64,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
-	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers")
-	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may leave an answer unread before its connection is dropped")
 	fs.Func("webhook", "subscriber `URL` for plant-added webhooks (repeatable)", func(s string) error {
 		o.webhooks = append(o.webhooks, s)
 		return nil
@@ -78,8 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.maxBody <= 0 {
 		return o, errors.New("-max-body must be positive")
 	}
-	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 {
-		return o, errors.New("-read-header-timeout and -read-timeout must be positive")
+	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 {
+		return o, errors.New("-read-header-timeout, -read-timeout and -write-timeout must be positive")
 	}
 	return o, nil
 }
@@ -137,20 +140,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.conventional {
 		hopts = append(hopts, httpapi.WithConventionalStatus())
 	}
+	// With the two read timeouts equal, as by default, net/http sets one
+	// read deadline per request instead of two. Writes are bounded by the
+	// stallListener below rather than by WriteTimeout.
 	srv := &http.Server{
 		Handler:           httpapi.New(ps, hopts...),
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
-		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
-	ln, err := net.Listen("tcp", o.addr)
+	tcp, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
+	ln := stallListener{Listener: tcp, stall: o.writeTimeout}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	logger.Info("plantstore started", "addr", ln.Addr().String(), "db", redactDSN(o.db))
 
