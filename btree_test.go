@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -169,6 +170,31 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 	}
 	if bt.height != 1 || bt.root.n != 1 {
 		t.Errorf("tree after deleting all has height %d and %d children, want one empty leaf", bt.height, bt.root.n)
+	}
+}
+
+// TestCountLess checks the line-stepping searches against sort.Search on
+// sorted runs of every length a node holds, with keys on, between and
+// beyond the stored ones.
+func TestCountLess(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range leafCap + 1 {
+		keys := make([]int64, n)
+		k := int64(-50)
+		for i := range keys {
+			k += 1 + r.Int64N(3)
+			keys[i] = k
+		}
+		for key := int64(-55); key <= k+5; key++ {
+			less := sort.Search(n, func(i int) bool { return keys[i] >= key })
+			atMost := sort.Search(n, func(i int) bool { return keys[i] > key })
+			if got := countLess(keys, key); got != less {
+				t.Fatalf("countLess(%v, %d) = %d, want %d", keys, key, got, less)
+			}
+			if got := countAtMost(keys, key); got != atMost {
+				t.Fatalf("countAtMost(%v, %d) = %d, want %d", keys, key, got, atMost)
+			}
+		}
 	}
 }
 
