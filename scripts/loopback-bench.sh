@@ -146,7 +146,7 @@ median() {
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
 echo "$(nproc) cores; server on core $SERVER_CPU, $CLIENT on core $CLIENT_CPU; $ROUNDS rounds of $DURATION, $CONNS connections; all on 127.0.0.1" >&2
-declare -a floor_rps floor_p99 ps_rps ps_p99
+declare -a floor_rps floor_p99 ps_rps ps_p99 round_ratio
 bad_total=0
 printf '%-6s %-11s %12s %10s %8s\n' round server req/s p99_ms non200
 for round in $(seq "$ROUNDS"); do
@@ -158,7 +158,10 @@ for round in $(seq "$ROUNDS"); do
 		printf '%-6s %-11s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
 		bad_total=$(( bad_total + bad ))
 		if [[ $name == floor ]]; then floor_rps+=("$rps"); floor_p99+=("$p99")
-		else ps_rps+=("$rps"); ps_p99+=("$p99"); fi
+		else
+			ps_rps+=("$rps"); ps_p99+=("$p99")
+			round_ratio+=("$(awk -v p="$rps" -v f="${floor_rps[-1]}" 'BEGIN { printf "%.4f", p / f }')")
+		fi
 	done
 done
 
@@ -169,6 +172,10 @@ printf '%-6s %-11s %12.1f %10.3f\n' median plantstore "$mp" "$mpp"
 awk -v mf="$mf" -v mp="$mp" -v mfp="$mfp" -v mpp="$mpp" 'BEGIN {
 	printf "ratio plantstore/floor: req/s %.3f, p99 %.3f\n", mp / mf, (mfp > 0 ? mpp / mfp : 0)
 }'
+# Each round's plantstore run follows its floor run, so the two share most
+# of whatever else the machine was doing; the median of the rounds' ratios
+# is steadier than the ratio of the medians when that changes during a run.
+printf 'median of per-round ratios: req/s %.3f (rounds: %s)\n' "$(median "${round_ratio[@]}")" "${round_ratio[*]}"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if (( bad_total > 0 )); then
 	echo "loopback-bench: WARNING: $bad_total responses were not 200 or failed; the figures are not of successful creates" >&2
