@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // SQLiteDSN returns the modernc.org/sqlite data source name that opens the
@@ -26,11 +27,49 @@ func SQLiteDSN(path string) string {
 		"&_txlock=immediate"
 }
 
+// newFileWait bounds how long connect retries a new SQLite file that is
+// busy: the busy timeout SQLiteDSN sets.
+const newFileWait = 10 * time.Second
+
+// connect returns a connection from db. On SQLite, opening a connection
+// runs the DSN's pragmas, and the first to switch a new database file to
+// WAL needs an exclusive lock. When several processes open the same new
+// file at once, SQLite answers SQLITE_BUSY to that switch at once instead
+// of waiting out the busy timeout, so connect retries it for up to
+// newFileWait. Once the file is in WAL mode, opening a connection takes no
+// such lock.
+func connect(ctx context.Context, db *sql.DB, d Dialect) (*sql.Conn, error) {
+	conn, err := db.Conn(ctx)
+	if d != SQLite {
+		return conn, err
+	}
+	deadline := time.Now().Add(newFileWait)
+	pause := time.Millisecond
+	for err != nil && busy(err) && time.Now().Before(deadline) {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+		conn, err = db.Conn(ctx)
+	}
+	return conn, err
+}
+
+// busy reports whether err is SQLite's SQLITE_BUSY.
+func busy(err error) bool {
+	var lite interface{ Code() int }
+	return errors.As(err, &lite) && lite.Code()&0xff == 5
+}
+
 // checkSettings returns an error wrapping ErrNotDurable when db would not
 // make a commit durable. On SQLite it can only look at one connection; the
 // DSN is what sets the others.
 func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
-	conn, err := db.Conn(ctx)
+	conn, err := connect(ctx, db, d)
 	if err != nil {
 		return failure(ctx, "check settings", err)
 	}
