@@ -22,6 +22,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/textlog"
 )
 
 func main() {
@@ -100,7 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	logs := newLogWriter(stderr)
 	defer logs.Close()
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: o.logLevel}))
+	// textlog writes what slog.TextHandler writes, access lines faster.
+	logger := slog.New(textlog.New(logs, o.logLevel))
 
 	tokens, err := loadTokens(o.tokenFile, getenv, logger)
 	if err != nil {
