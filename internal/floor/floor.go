@@ -7,6 +7,7 @@ package floor
 import (
 	"io"
 	"net/http"
+	"time"
 )
 
 // body is the fixed answer: a Plant, as the API's 200 response has.
@@ -22,5 +23,21 @@ func Handler() http.Handler {
 		h["Content-Type"] = []string{"application/json"}
 		w.WriteHeader(http.StatusOK)
 		w.Write(body)
+	})
+}
+
+// Working returns a handler that keeps the processor busy for d, without
+// sleeping, before it hands the request to h. Serving it next to the floor
+// shows what a given amount of handler work costs in throughput on a
+// machine, which is more than the work itself wherever the load generator
+// has to be woken for answers that come less often.
+func Working(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for start := time.Now(); time.Since(start) < d; {
+		}
+		h.ServeHTTP(w, r)
 	})
 }

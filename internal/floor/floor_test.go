@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore/internal/floor"
@@ -44,5 +45,24 @@ func TestHandler(t *testing.T) {
 				t.Errorf("answer mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestWorkingWorksThenAnswers(t *testing.T) {
+	const d = 20 * time.Millisecond
+	var served bool
+	h := floor.Working(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served = true
+		w.WriteHeader(http.StatusTeapot)
+	}), d)
+	req := httptest.NewRequest(http.MethodPost, "/plants", strings.NewReader(`{}`))
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	if took := time.Since(start); took < d {
+		t.Errorf("Working(h, %v) answered after %v, want at least %v", d, took, d)
+	}
+	if !served || rec.Code != http.StatusTeapot {
+		t.Errorf("inner handler served = %v, status %d; want true, %d", served, rec.Code, http.StatusTeapot)
 	}
 }

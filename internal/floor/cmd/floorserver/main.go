@@ -3,7 +3,10 @@
 //
 // Usage:
 //
-//	floorserver [-addr 127.0.0.1:0]
+//	floorserver [-addr 127.0.0.1:0] [-work 0s]
+//
+// With -work, each request first keeps the processor busy for that long
+// (see [floor.Working]).
 //
 // Once it accepts connections it prints "listening on http://HOST:PORT" on
 // standard output. It stops on SIGINT or SIGTERM.
@@ -38,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen on `HOST:PORT`")
+	work := fs.Duration("work", 0, "keep the processor busy this `long` per request before answering")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("floorserver: %w", err)
 	}
@@ -50,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("floorserver: %w", err)
 	}
-	srv := &http.Server{Handler: floor.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: floor.Working(floor.Handler(), *work), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
