@@ -2,6 +2,7 @@ package plantstore_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,39 @@ func benchmarkCreateAtSize(b *testing.B, size int, order idOrder) {
 	cpu.stop()
 	cpu.report(b)
 }
+
+// BenchmarkMemoryLatency measures the machine, not plantstore: one read
+// of a random cache line in a table as large as the live heap a memory
+// store of each size of BenchmarkCreateAtSize takes (37 bytes a plant with
+// scrambled ids), each read's address coming from the one before, as a
+// descent of an index does. A create with a scrambled id cannot cost less
+// than one such read on top of its cost at 1K, where everything is in
+// cache.
+func BenchmarkMemoryLatency(b *testing.B) {
+	const bytesPerPlant, lineWords = 37, 8 // lineWords int64s make a 64-byte line
+	for _, size := range sizes {
+		b.Run(size.name, func(b *testing.B) {
+			if size.n >= 10_000_000 && testing.Short() {
+				b.Skip("builds a 370 MB table; run without -short")
+			}
+			lines := max(size.n*bytesPerPlant/64, 2)
+			// table holds one cycle through every line, in random order:
+			// the first word of a line is the index of the next line's.
+			table := make([]int64, lines*lineWords)
+			order := rand.Perm(lines)
+			for i, line := range order {
+				table[line*lineWords] = int64(order[(i+1)%lines] * lineWords)
+			}
+			var at int64
+			for b.Loop() {
+				at = table[at]
+			}
+			latencySink = at
+		})
+	}
+}
+
+var latencySink int64
 
 // BenchmarkMemoryPerPlant fills a memory storage with 1M untagged plants
 // with ten-byte names and reports the live heap they take, in bytes per

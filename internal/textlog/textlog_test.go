@@ -196,7 +196,7 @@ func TestWriteErrorIsReturned(t *testing.T) {
 func FuzzMatchesTextHandler(f *testing.F) {
 	f.Add("request", 0, int64(1795400000), int64(123456789), 0, "method,path,status,duration", "POST\x00/plants", int64(200), 1.5, []byte{0, 0, 1, 5})
 	f.Add("", -4, int64(0), int64(0), -30, "", "", int64(-1), math.Inf(1), []byte{2, 3, 4, 6, 7, 8})
-	f.Add("a b", 12, int64(-62135596800), int64(999999999), 3600, "k=\x00 \x00\xff", "\"\x00\t\x00\u00a0", int64(math.MinInt64), -0.0, []byte{0, 0, 0, 5, 5})
+	f.Add("a b", 12, int64(-62135596800), int64(999999999), 3600, "k=\x00 \x00\xff", "\"\x00\t\x00\u00a0", int64(math.MinInt64), math.Copysign(0, -1), []byte{0, 0, 0, 5, 5})
 	f.Fuzz(func(t *testing.T, msg string, level int, sec, nsec int64, zone int, keys, strs string, n int64, x float64, kinds []byte) {
 		var tm time.Time
 		if sec != 0 || nsec != 0 {
