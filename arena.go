@@ -85,15 +85,6 @@ func (a *arena) put(p Plant) ref {
 	return ref(uint64(idx)<<32 | uint64(off))
 }
 
-// unput takes back the plant put just before at r, which was not stored.
-func (a *arena) unput(r ref, p Plant) {
-	size := packedSize(p)
-	idx := int(r >> 32)
-	a.chunks[idx] = a.chunks[idx][:uint32(r)]
-	a.total -= size
-	a.live -= size
-}
-
 // plant returns the plant with id at r. Its name and tag share the arena's
 // memory, which is never written again.
 func (a *arena) plant(id int64, r ref, tagged bool) Plant {

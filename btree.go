@@ -152,10 +152,11 @@ func (t *btree) appendFrom(dst []entry, from int64, max int) []entry {
 	return dst
 }
 
-// insert stores val under key and reports whether it did: it changes
-// nothing when key is already present.
-func (t *btree) insert(key int64, val ref, tagged bool) bool {
-	ok, right, sep := t.root.insert(t.height, key, val, tagged)
+// insert makes room for key and returns the slot where its value goes, or
+// nil when key is already present, in which case it changes nothing. The
+// slot is valid until the tree next changes.
+func (t *btree) insert(key int64, tagged bool) *ref {
+	slot, right, sep := t.root.insert(t.height, key, tagged)
 	if right != nil {
 		root := &inner{n: 2}
 		root.kids[0], root.kids[1] = t.root, right
@@ -163,26 +164,26 @@ func (t *btree) insert(key int64, val ref, tagged bool) bool {
 		t.root = root
 		t.height++
 	}
-	return ok
+	return slot
 }
 
-// insert stores val under key in the subtree of n, whose height is h. When
-// n had to split, it returns the new right sibling and the lower bound of
-// its keys.
-func (n *inner) insert(h int, key int64, val ref, tagged bool) (ok bool, right *inner, sep int64) {
+// insert makes room for key in the subtree of n, whose height is h, and
+// returns its slot as btree.insert does. When n had to split, it also
+// returns the new right sibling and the lower bound of its keys.
+func (n *inner) insert(h int, key int64, tagged bool) (slot *ref, right *inner, sep int64) {
 	i := n.child(key)
 	if h == 1 {
-		ok, r, s := n.leaves[i].insert(key, val, tagged)
+		slot, r, s := n.leaves[i].insert(key, tagged)
 		if r != nil {
 			right, sep = n.insertChild(i+1, s, nil, r)
 		}
-		return ok, right, sep
+		return slot, right, sep
 	}
-	ok, r, s := n.kids[i].insert(h-1, key, val, tagged)
+	slot, r, s := n.kids[i].insert(h-1, key, tagged)
 	if r != nil {
 		right, sep = n.insertChild(i+1, s, r, nil)
 	}
-	return ok, right, sep
+	return slot, right, sep
 }
 
 // insertChild puts kid (or lf, on the lowest inner level) at index i of n,
@@ -219,16 +220,16 @@ func (n *inner) putChild(i int, sep int64, kid *inner, lf *leaf) {
 	n.n++
 }
 
-// insert stores val under key in l. When l had to split, it returns the new
-// right sibling and its least key.
-func (l *leaf) insert(key int64, val ref, tagged bool) (ok bool, right *leaf, sep int64) {
+// insert makes room for key in l and returns its slot as btree.insert
+// does. When l had to split, it also returns the new right sibling and its
+// least key.
+func (l *leaf) insert(key int64, tagged bool) (slot *ref, right *leaf, sep int64) {
 	i := l.search(key)
 	if i < l.n && l.keys[i] == key {
-		return false, nil, 0
+		return nil, nil, 0
 	}
 	if l.n < leafCap {
-		l.put(i, key, val, tagged)
-		return true, nil, 0
+		return l.put(i, key, tagged), nil, 0
 	}
 	r := &leaf{next: l.next}
 	l.next = r
@@ -237,8 +238,7 @@ func (l *leaf) insert(key int64, val ref, tagged bool) (ok bool, right *leaf, se
 		// full after a middle split; leaving the last leaf full keeps them
 		// packed. Other leaves split in the middle, or ids descending
 		// just below a full leaf would each get a leaf of their own.
-		r.put(0, key, val, tagged)
-		return true, r, key
+		return r.put(0, key, tagged), r, key
 	}
 	const half = (leafCap + 1) / 2
 	r.n = copy(r.keys[:], l.keys[half:l.n])
@@ -247,22 +247,24 @@ func (l *leaf) insert(key int64, val ref, tagged bool) (ok bool, right *leaf, se
 	clear(l.vals[half:l.n])
 	l.n = half
 	if i <= half {
-		l.put(i, key, val, tagged)
+		slot = l.put(i, key, tagged)
 	} else {
-		r.put(i-half, key, val, tagged)
+		slot = r.put(i-half, key, tagged)
 	}
-	return true, r, r.keys[0]
+	return slot, r, r.keys[0]
 }
 
-// put inserts an entry at index i of l, which has room for it.
-func (l *leaf) put(i int, key int64, val ref, tagged bool) {
+// put inserts key at index i of l, which has room for it, and returns the
+// slot for its value.
+func (l *leaf) put(i int, key int64, tagged bool) *ref {
 	if i < l.n {
 		copy(l.keys[i+1:l.n+1], l.keys[i:l.n])
 		copy(l.vals[i+1:l.n+1], l.vals[i:l.n])
 		copy(l.tagged[i+1:l.n+1], l.tagged[i:l.n])
 	}
-	l.keys[i], l.vals[i], l.tagged[i] = key, val, tagged
+	l.keys[i], l.tagged[i] = key, tagged
 	l.n++
+	return &l.vals[i]
 }
 
 // delete removes key and reports whether it was present.

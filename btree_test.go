@@ -124,10 +124,12 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 		k := key(r, i)
 		val := ref(i)
 		_, had := model[k]
-		if ok := bt.insert(k, val, i%2 == 0); ok == had {
+		slot := bt.insert(k, i%2 == 0)
+		if ok := slot != nil; ok == had {
 			t.Fatalf("insert(%d) = %v with the key present: %v", k, ok, had)
 		}
 		if !had {
+			*slot = val
 			model[k] = val
 		}
 	}
@@ -202,7 +204,7 @@ func TestBTreeAppendFrom(t *testing.T) {
 	var bt btree
 	bt.init()
 	for k := range int64(1000) {
-		bt.insert(k*2, 0, false)
+		*bt.insert(k*2, false) = 0
 	}
 	tests := []struct {
 		name string

@@ -19,7 +19,7 @@ var (
 // A ValidationError reports that an input field was rejected. Nothing is
 // stored when Create returns one.
 type ValidationError struct {
-	Field  string // the field's name in the contract: "id", "name" or "tag"
+	Field  string // the field's name in the contract: "id", "name" or "tag"; "limit" from List
 	Reason string // why it was rejected, a lowercase phrase
 }
 

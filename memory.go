@@ -25,7 +25,6 @@ import (
 // moment during the call, and the page is in ascending id order.
 type MemoryStorage struct {
 	shards []shard
-	mask   uint64
 	shift  uint
 }
 
@@ -44,12 +43,10 @@ func NewMemoryStorage() *MemoryStorage {
 	// Eight shards per processor keep lock collisions among parallel
 	// creates rare, even when the OS preempts a goroutine holding a lock;
 	// more would only make List merge more runs.
-	n := min(max(8*runtime.GOMAXPROCS(0), 16), 256)
-	n = 1 << bits.Len(uint(n-1))
+	k := bits.Len(uint(min(max(8*runtime.GOMAXPROCS(0), 16), 256) - 1))
 	m := &MemoryStorage{
-		shards: make([]shard, n),
-		mask:   uint64(n - 1),
-		shift:  uint(64 - bits.Len(uint(n-1))),
+		shards: make([]shard, 1<<k),
+		shift:  uint(64 - k), // the top k bits of a hash pick a shard
 	}
 	for i := range m.shards {
 		m.shards[i].t.init()
@@ -66,7 +63,7 @@ func (m *MemoryStorage) shard(id int64) *shard {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
-	return &m.shards[(x>>m.shift)&m.mask]
+	return &m.shards[x>>m.shift]
 }
 
 // Create implements [Storage.Create].
@@ -76,13 +73,12 @@ func (m *MemoryStorage) Create(ctx context.Context, p Plant) error {
 	}
 	s := m.shard(p.ID)
 	s.mu.Lock()
-	r := s.a.put(p)
-	ok := s.t.insert(p.ID, r, p.HasTag)
-	if !ok {
-		s.a.unput(r, p)
+	slot := s.t.insert(p.ID, p.HasTag)
+	if slot != nil {
+		*slot = s.a.put(p)
 	}
 	s.mu.Unlock()
-	if !ok {
+	if slot == nil {
 		return ErrConflict
 	}
 	return nil
@@ -127,11 +123,7 @@ func (m *MemoryStorage) Delete(ctx context.Context, id int64) error {
 // out keep the old chunks they point into alive until they are dropped.
 func (s *shard) compact() {
 	var a arena
-	n := s.t.root
-	for h := s.t.height; h > 1; h-- {
-		n = n.kids[0]
-	}
-	for l := n.leaves[0]; l != nil; l = l.next {
+	for l := s.t.findLeaf(math.MinInt64); l != nil; l = l.next {
 		for i := range l.n {
 			l.vals[i] = a.put(s.a.plant(l.keys[i], l.vals[i], l.tagged[i]))
 		}

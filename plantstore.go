@@ -188,8 +188,8 @@ func storageError(op string, id int64, err error) error {
 }
 
 // An opError is a storage failure of one operation on one plant. Its
-// message is built only when asked for, so that an expected failure such
-// as a conflict costs a single allocation.
+// message is built only when asked for, so that wrapping a failure costs
+// a single allocation.
 type opError struct {
 	op  string
 	id  int64
