@@ -98,9 +98,11 @@ func (s *Store) commitBatch(batch []*createReq) {
 	defer cancel()
 	var errs []error
 	if err := s.lockWrites(ctx); err != nil {
+		// The batch's own deadline passed: the database is unavailable.
+		err = failure(context.Background(), "create plant", err)
 		errs = make([]error, len(batch))
 		for i := range errs {
-			errs[i] = fmt.Errorf("sqlstore: create plant: %v: %w", err, plantstore.ErrUnavailable)
+			errs[i] = err
 		}
 	} else {
 		// The batch's own deadline is not a caller's: when it passes, the
@@ -125,13 +127,13 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 	// inserting overlapping ids lock them in one order and cannot
 	// deadlock. Later duplicates within reqs are conflicts outright.
 	order := make([]int, 0, len(reqs))
-	first := make(map[int64]int, len(reqs))
+	seen := make(map[int64]struct{}, len(reqs))
 	for i, r := range reqs {
-		if _, dup := first[r.plant.ID]; dup {
+		if _, dup := seen[r.plant.ID]; dup {
 			errs[i] = plantstore.ErrConflict
 			continue
 		}
-		first[r.plant.ID] = i
+		seen[r.plant.ID] = struct{}{}
 		order = append(order, i)
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].plant.ID, reqs[b].plant.ID) })

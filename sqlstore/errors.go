@@ -65,10 +65,9 @@ func transient(err error) bool {
 		}
 		return state == "55P03" // lock not available
 	}
-	var lite interface{ Code() int }
-	if errors.As(err, &lite) {
-		switch lite.Code() & 0xff { // the primary result code
-		case 5, // SQLITE_BUSY
+	if code, ok := sqliteCode(err); ok {
+		switch code {
+		case sqliteBusy,
 			6,  // SQLITE_LOCKED
 			7,  // SQLITE_NOMEM
 			8,  // SQLITE_READONLY
@@ -82,4 +81,17 @@ func transient(err error) bool {
 		return false
 	}
 	return true
+}
+
+// sqliteBusy is SQLite's SQLITE_BUSY result code.
+const sqliteBusy = 5
+
+// sqliteCode returns the primary result code of a SQLite error, or false
+// when err carries none.
+func sqliteCode(err error) (int, bool) {
+	var lite interface{ Code() int }
+	if !errors.As(err, &lite) {
+		return 0, false
+	}
+	return lite.Code() & 0xff, true
 }

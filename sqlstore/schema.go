@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,31 +22,28 @@ import (
 func SQLiteDSN(path string) string {
 	u := url.URL{Path: path}
 	return "file:" + u.EscapedPath() + "?" +
-		"_pragma=busy_timeout(10000)" +
+		"_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(FULL)" +
 		"&_txlock=immediate"
 }
 
-// newFileWait bounds how long connect retries a new SQLite file that is
-// busy: the busy timeout SQLiteDSN sets.
-const newFileWait = 10 * time.Second
+// busyTimeout is how long a SQLite connection opened with SQLiteDSN waits
+// for writers in other processes.
+const busyTimeout = 10 * time.Second
 
 // connect returns a connection from db. On SQLite, opening a connection
 // runs the DSN's pragmas, and the first to switch a new database file to
 // WAL needs an exclusive lock. When several processes open the same new
 // file at once, SQLite answers SQLITE_BUSY to that switch at once instead
 // of waiting out the busy timeout, so connect retries it for up to
-// newFileWait. Once the file is in WAL mode, opening a connection takes no
+// busyTimeout. Once the file is in WAL mode, opening a connection takes no
 // such lock.
-func connect(ctx context.Context, db *sql.DB, d Dialect) (*sql.Conn, error) {
+func connect(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
 	conn, err := db.Conn(ctx)
-	if d != SQLite {
-		return conn, err
-	}
-	deadline := time.Now().Add(newFileWait)
+	deadline := time.Now().Add(busyTimeout)
 	pause := time.Millisecond
-	for err != nil && busy(err) && time.Now().Before(deadline) {
+	for busy(err) && time.Now().Before(deadline) {
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -61,15 +59,15 @@ func connect(ctx context.Context, db *sql.DB, d Dialect) (*sql.Conn, error) {
 
 // busy reports whether err is SQLite's SQLITE_BUSY.
 func busy(err error) bool {
-	var lite interface{ Code() int }
-	return errors.As(err, &lite) && lite.Code()&0xff == 5
+	code, ok := sqliteCode(err)
+	return ok && code == sqliteBusy
 }
 
 // checkSettings returns an error wrapping ErrNotDurable when db would not
 // make a commit durable. On SQLite it can only look at one connection; the
 // DSN is what sets the others.
 func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
-	conn, err := connect(ctx, db, d)
+	conn, err := connect(ctx, db)
 	if err != nil {
 		return failure(ctx, "check settings", err)
 	}
