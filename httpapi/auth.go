@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"strings"
 )
 
 // An Authenticator decides whether a bearer token may use the API.
@@ -72,9 +73,7 @@ func bearerToken(h http.Header) (token string, err *apiError) {
 		return "", errMalformedAuth
 	}
 	token = v[len(scheme):]
-	for len(token) > 0 && token[0] == ' ' {
-		token = token[1:]
-	}
+	token = strings.TrimLeft(token, " ")
 	if !isB64Token(token) {
 		return "", errMalformedAuth
 	}

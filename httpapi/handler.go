@@ -1,7 +1,8 @@
 // Package httpapi serves a [plantstore.PlantStore] over HTTP as the Plant
 // Store API: POST /plants creates a plant, GET /plants lists them,
-// DELETE /plants/{id} removes one, all behind bearer authentication, and
-// GET /openapi.json describes it all.
+// DELETE /plants/{id} removes one, all behind bearer authentication;
+// GET /openapi.json describes it all, and GET /healthz and GET /readyz
+// (ready once the storage answers) need no token.
 //
 // Every failure is answered with an Error body, {"error": code, "message":
 // text}, where code is the conventional HTTP status of the condition; the
@@ -16,6 +17,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,15 +162,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		h.writeError(w, r, err)
 		return
 	}
-	limit := opts.Limit
-	if limit == 0 {
-		limit = plantstore.DefaultListLimit
-	}
-	if len(plants) == limit {
+	if len(plants) == opts.Limit {
 		last := plants[len(plants)-1].ID
 		// A query-only reference keeps the request's path, so the link
 		// stays right when the handler is mounted under a prefix.
-		w.Header()["Link"] = []string{"<?limit=" + strconv.Itoa(limit) +
+		w.Header()["Link"] = []string{"<?limit=" + strconv.Itoa(opts.Limit) +
 			"&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
 	}
 	b := make([]byte, 0, 64*len(plants)+2)
@@ -183,24 +181,31 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	writeJSON(w, http.StatusOK, b)
 }
 
-// listOptions reads GET /plants's query: limit, an int32 between 1 and
-// MaxListLimit, and after, an int64 id.
+// listOptions reads GET /plants's query: limit, an integer between 1 and
+// MaxListLimit (DefaultListLimit when absent), and after, an int64 id.
+// Each may be given once.
 func listOptions(r *http.Request) (plantstore.ListOptions, error) {
-	var opts plantstore.ListOptions
+	opts := plantstore.ListOptions{Limit: plantstore.DefaultListLimit}
 	if r.URL.RawQuery == "" {
 		return opts, nil
 	}
 	q := r.URL.Query()
 	if v, ok := q["limit"]; ok {
-		n, err := strconv.ParseInt(single(v), 10, 32)
+		if len(v) > 1 {
+			return opts, errRepeated("limit")
+		}
+		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > plantstore.MaxListLimit {
 			return opts, &apiError{code: http.StatusBadRequest,
 				msg: "invalid limit: must be an integer from 1 to " + strconv.Itoa(plantstore.MaxListLimit)}
 		}
-		opts.Limit = int(n)
+		opts.Limit = n
 	}
 	if v, ok := q["after"]; ok {
-		n, err := strconv.ParseInt(single(v), 10, 64)
+		if len(v) > 1 {
+			return opts, errRepeated("after")
+		}
+		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil {
 			return opts, &apiError{code: http.StatusBadRequest, msg: "invalid after: must be a 64-bit signed integer"}
 		}
@@ -209,13 +214,9 @@ func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 	return opts, nil
 }
 
-// single returns the only value of a repeated query parameter, or a value
-// no parser accepts when there are several.
-func single(v []string) string {
-	if len(v) != 1 {
-		return "repeated"
-	}
-	return v[0]
+// errRepeated is the error for a query parameter given more than once.
+func errRepeated(name string) error {
+	return &apiError{code: http.StatusBadRequest, msg: "invalid " + name + ": given more than once"}
 }
 
 func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
@@ -260,7 +261,11 @@ func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := body.Read(b[len(b):cap(b)])
+		end := cap(b)
+		if room := limit + 1 - int64(len(b)); room < int64(end-len(b)) {
+			end = len(b) + int(room) // never read more than one byte past limit
+		}
+		n, err := body.Read(b[len(b):end])
 		b = b[:len(b)+n]
 		if int64(len(b)) > limit {
 			buf.b = b
@@ -316,19 +321,8 @@ func isJSONContentType(v []string) bool {
 	if len(v) != 1 {
 		return false
 	}
-	s := v[0]
-	for i := 0; i < len(s); i++ {
-		if s[i] == ';' {
-			s = s[:i]
-			break
-		}
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
+	s, _, _ := strings.Cut(v[0], ";")
+	s = strings.Trim(s, " \t")
 	return asciiEqualFold(s, "application/json")
 }
 

@@ -497,3 +497,34 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 	openAPIRouter(t)
 }
+
+// endless is a body without end that fills every read and counts the
+// bytes it has handed out.
+type endless struct{ read int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	e.read += len(p)
+	return len(p), nil
+}
+
+func TestBodyWithoutLengthIsReadToOneBytePastTheLimit(t *testing.T) {
+	const limit = 1000
+	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+		httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(limit))
+	body := &endless{}
+	req := httptest.NewRequest(http.MethodPost, "/plants", body)
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if we := checkErrorShape(t, rec.Result(), rec.Body.Bytes()); we.Error != http.StatusRequestEntityTooLarge {
+		t.Errorf("error code = %d, want 413", we.Error)
+	}
+	if body.read > limit+1 {
+		t.Errorf("read %d bytes of a body over the %d-byte limit, want at most %d", body.read, limit, limit+1)
+	}
+}

@@ -85,6 +85,12 @@ func TestListRejects(t *testing.T) {
 		})
 	}
 	e.do("GET", "/plants", map[string]string{"Authorization": ""}, "").wantError(t, 400, 401)
+	for _, name := range []string{"limit", "after"} {
+		we := e.do("GET", "/plants?"+name+"=1&"+name+"=2", nil, "").wantError(t, 400, 400)
+		if want := "invalid " + name + ": given more than once"; we.Message != want {
+			t.Errorf("message for a repeated %s = %q, want %q", name, we.Message, want)
+		}
+	}
 }
 
 func TestDelete(t *testing.T) {

@@ -44,7 +44,8 @@ func WithConventionalStatus() Option {
 }
 
 // WithMaxBodyBytes sets the largest request body the handler reads; a
-// larger one is refused with error code 413. n must be positive.
+// larger one is refused with error code 413. An n of zero or less leaves
+// the default, [DefaultMaxBodyBytes].
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) {
 		if n > 0 {
