@@ -120,7 +120,7 @@ func appendRecord(b []byte, r slog.Record) ([]byte, bool) {
 		case slog.KindBool:
 			b = strconv.AppendBool(b, v.Bool())
 		case slog.KindDuration:
-			b = appendDuration(b, v.Duration())
+			b = append(b, v.Duration().String()...)
 		default:
 			ok = false
 		}
@@ -179,64 +179,6 @@ func appendDigits(b []byte, n, width int) []byte {
 	i--
 	d[i] = byte('0' + n)
 	return append(b, d[i:]...)
-}
-
-// appendDuration appends d as time.Duration.String writes it, without
-// making a string: "0s", "750ns", "1.5µs", "12.345ms", "1h2m3.5s".
-func appendDuration(b []byte, d time.Duration) []byte {
-	if d == 0 {
-		return append(b, "0s"...)
-	}
-	u := uint64(d)
-	if d < 0 {
-		b = append(b, '-')
-		u = -u
-	}
-	if u < uint64(time.Second) {
-		switch {
-		case u < uint64(time.Microsecond):
-			b = strconv.AppendUint(b, u, 10)
-			return append(b, "ns"...)
-		case u < uint64(time.Millisecond):
-			b = appendFraction(b, u, 3)
-			return append(b, "µs"...)
-		default:
-			b = appendFraction(b, u, 6)
-			return append(b, "ms"...)
-		}
-	}
-	secs := u / uint64(time.Second)
-	frac := u % uint64(time.Second)
-	if hours := secs / 3600; hours > 0 {
-		b = strconv.AppendUint(b, hours, 10)
-		b = append(b, 'h')
-	}
-	if secs >= 60 {
-		b = strconv.AppendUint(b, secs/60%60, 10)
-		b = append(b, 'm')
-	}
-	b = appendFraction(b, secs%60*uint64(time.Second)+frac, 9)
-	return append(b, 's')
-}
-
-// appendFraction appends v / 10^digits in decimal, with no trailing zeros
-// after the point and no point when nothing follows it.
-func appendFraction(b []byte, v uint64, digits int) []byte {
-	scale := uint64(1)
-	for range digits {
-		scale *= 10
-	}
-	b = strconv.AppendUint(b, v/scale, 10)
-	frac := v % scale
-	if frac == 0 {
-		return b
-	}
-	for frac%10 == 0 {
-		frac /= 10
-		digits--
-	}
-	b = append(b, '.')
-	return appendDigits(b, int(frac), digits)
 }
 
 // appendString appends s bare, or quoted in Go syntax when it is empty or

@@ -116,18 +116,6 @@ func TestMatchesTextHandler(t *testing.T) {
 	})
 }
 
-func TestDurations(t *testing.T) {
-	for _, d := range []time.Duration{
-		0, 1, 9, 10, 999, 1000, 1001, 1010, 1100, 9999, 10_000, 999_999, 1_000_000, 1_000_001,
-		1_234_500, 999_999_999, time.Second, time.Second + 1, 59 * time.Second, time.Minute,
-		time.Minute + 500*time.Millisecond, time.Hour, 100*time.Hour + 1, math.MaxInt64, math.MinInt64, -1, -1500,
-	} {
-		if got, want := string(appendDuration(nil, d)), d.String(); got != want {
-			t.Errorf("appendDuration(%d) = %q, want %q", int64(d), got, want)
-		}
-	}
-}
-
 func TestLevel(t *testing.T) {
 	var buf bytes.Buffer
 	h := New(&buf, slog.LevelWarn)
