@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -59,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("plantstore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free one")
-	fs.StringVar(&o.db, "db", "plantstore.db", "storage: `memory`, a SQLite file path (.db, .sqlite, .sqlite3, or sqlite:PATH), or a postgres:// URL")
+	fs.StringVar(&o.db, "db", "plantstore.db", "storage: `memory`, a SQLite file path (.db, .sqlite, .sqlite3, or sqlite:PATH), or a postgres:// or postgresql:// URL")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of accepted bearer tokens, one per line (also: env PLANTSTORE_TOKENS, comma-separated)")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
@@ -79,8 +80,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	if _, _, err := parseDB(o.db); err != nil {
+		return o, err
+	}
 	if o.maxBody <= 0 {
 		return o, errors.New("-max-body must be positive")
+	}
+	if o.shutdownTimeout < 0 {
+		return o, errors.New("-shutdown-timeout must not be negative")
 	}
 	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 {
 		return o, errors.New("-read-header-timeout, -read-timeout and -write-timeout must be positive")
@@ -104,10 +111,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// textlog writes what slog.TextHandler writes, access lines faster.
 	logger := slog.New(textlog.New(logs, o.logLevel))
 
+	secret, err := webhookSecret(o, getenv)
+	if err != nil {
+		return err
+	}
 	tokens, err := loadTokens(o.tokenFile, getenv, logger)
 	if err != nil {
 		return err
 	}
+
+	storage, closeStorage, err := openStorage(ctx, o.db, len(o.webhooks) > 0)
+	if err != nil {
+		return err
+	}
+	defer closeStorage()
+
+	var psOpts []plantstore.Option
+	stopWebhooks, err := startWebhooks(ctx, o, secret, storage, &psOpts, logger)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
+	ps := plantstore.New(storage, psOpts...)
+
+	// A token is made up only once the storage and webhooks have opened,
+	// so that a run that fails on them prints none.
 	if len(tokens) == 0 {
 		tok, err := randomToken()
 		if err != nil {
@@ -116,20 +144,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		tokens = []string{tok}
 		fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
 	}
-
-	storage, closeStorage, err := openStorage(ctx, o.db, len(o.webhooks) > 0, logger)
-	if err != nil {
-		return err
-	}
-	defer closeStorage()
-
-	var psOpts []plantstore.Option
-	stopWebhooks, err := startWebhooks(ctx, o, getenv, storage, &psOpts, logger)
-	if err != nil {
-		return err
-	}
-	defer stopWebhooks()
-	ps := plantstore.New(storage, psOpts...)
 
 	hopts := []httpapi.Option{
 		httpapi.WithTokens(tokens...),
@@ -181,14 +195,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// redactDSN hides a password in a database URL before it is logged.
+// redactDSN hides the password in a database URL, in its user part or in a
+// password query parameter, before it is logged. What is not a URL is
+// returned as it is: no other -db form holds a password.
 func redactDSN(db string) string {
-	if i := strings.Index(db, "://"); i >= 0 {
-		if at := strings.LastIndex(db, "@"); at > i {
-			if colon := strings.Index(db[i+3:at], ":"); colon >= 0 {
-				return db[:i+3+colon] + ":xxxxx" + db[at:]
-			}
+	u, err := url.Parse(db)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(db, "://") {
+			return "(a database URL that does not parse)"
 		}
+		return db
 	}
-	return db
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }

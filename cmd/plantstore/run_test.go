@@ -144,16 +144,31 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"bad log level", []string{"-log-level", "loud"}, "log-level"},
 		{"missing token file", []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, "token file"},
 		{"webhook without secret", []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
+		{"webhook without secret, SQLite", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
+		{"negative shutdown timeout", []string{"-db", "memory", "-shutdown-timeout", "-5s"}, "-shutdown-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stderr lockedBuffer
-			err := run(context.Background(), append(tt.args, "-addr", "127.0.0.1:0"), func(string) string { return "" }, io.Discard, &stderr)
+			dir := t.TempDir()
+			var args []string
+			for _, a := range tt.args {
+				args = append(args, strings.ReplaceAll(a, "DIR", dir))
+			}
+			var stdout, stderr lockedBuffer
+			err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), func(string) string { return "" }, &stdout, &stderr)
 			if err == nil {
 				t.Fatal("run = nil, want an error")
 			}
 			if !strings.Contains(err.Error()+stderr.String(), tt.wantErr) {
 				t.Errorf("run = %v (stderr %q), want it to mention %q", err, stderr.String(), tt.wantErr)
+			}
+			// A run that fails on its settings has printed no token and
+			// created no database.
+			if stdout.String() != "" {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+			if files, _ := os.ReadDir(dir); len(files) > 0 {
+				t.Errorf("the failed run left %v in the working directory's stand-in", files)
 			}
 		})
 	}
@@ -177,5 +192,24 @@ func TestTokenFile(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "file-token") {
 		t.Errorf("the log holds a token:\n%s", stderr)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	tests := []struct {
+		db, want string
+	}{
+		{"memory", "memory"},
+		{"plants.db", "plants.db"},
+		{"sqlite:/var/lib/plants.db", "sqlite:/var/lib/plants.db"},
+		{"postgres://u@h:5432/db?sslmode=disable", "postgres://u@h:5432/db?sslmode=disable"},
+		{"postgres://u:s3cret@h/db", "postgres://u:xxxxx@h/db"},
+		{"postgresql://u@h/db?password=s3cret&sslmode=disable", "postgresql://u@h/db?password=xxxxx&sslmode=disable"},
+		{"postgres://u:s3cret@h/db%zz", "(a database URL that does not parse)"},
+	}
+	for _, tt := range tests {
+		if got := redactDSN(tt.db); got != tt.want {
+			t.Errorf("redactDSN(%q) = %q, want %q", tt.db, got, tt.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -14,7 +13,7 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-func openSQLite(ctx context.Context, path string, outbox bool, logger *slog.Logger) (plantstore.Storage, func(), error) {
+func openSQLite(ctx context.Context, path string, outbox bool) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)
@@ -22,7 +21,7 @@ func openSQLite(ctx context.Context, path string, outbox bool, logger *slog.Logg
 	return openSQL(ctx, db, sqlstore.SQLite, outbox, "SQLite file "+path)
 }
 
-func openPostgres(ctx context.Context, dsn string, outbox bool, logger *slog.Logger) (plantstore.Storage, func(), error) {
+func openPostgres(ctx context.Context, dsn string, outbox bool) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)

@@ -13,9 +13,10 @@ import (
 // forever.
 //
 // It stands in for http.Server.WriteTimeout, which re-arms the write
-// deadline on every request: a clock read and a timer update that cost
-// more than creating the plant. A stallConn moves its deadline forward at
-// most once every stall/4, so a write blocked on the client fails after
+// deadline on every request: a timer update that costs more than creating
+// the plant. A stallConn reads the clock on every write but moves its
+// deadline forward at most once every stall/4, so a write blocked on the
+// client fails after
 // between 3/4 of stall and stall. An explicit write deadline, set with
 // SetWriteDeadline or SetDeadline, replaces the bound until the zero time
 // is set, as net/http does after every request.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/plantstore/plantstore"
@@ -11,18 +10,44 @@ import (
 
 const dbForms = `want "memory", a SQLite file path ending in .db, .sqlite or .sqlite3 (or sqlite:PATH), or a postgres:// or postgresql:// URL`
 
-// openStorage opens the storage -db names. outbox asks durable storage to
-// record plant-added events with each plant, for webhooks.
-func openStorage(ctx context.Context, db string, outbox bool, logger *slog.Logger) (plantstore.Storage, func(), error) {
+// A storageKind is a form of -db.
+type storageKind int
+
+const (
+	memoryStorage storageKind = iota
+	sqliteStorage
+	postgresStorage
+)
+
+// parseDB tells which storage -db names, and where: a SQLite file's path
+// or PostgreSQL's URL.
+func parseDB(db string) (storageKind, string, error) {
 	switch {
 	case db == "memory":
-		return plantstore.NewMemoryStorage(), func() {}, nil
+		return memoryStorage, "", nil
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-		return openPostgres(ctx, db, outbox, logger)
+		return postgresStorage, db, nil
 	case strings.HasPrefix(db, "sqlite:"):
-		return openSQLite(ctx, strings.TrimPrefix(db, "sqlite:"), outbox, logger)
+		return sqliteStorage, strings.TrimPrefix(db, "sqlite:"), nil
 	case strings.HasSuffix(db, ".db"), strings.HasSuffix(db, ".sqlite"), strings.HasSuffix(db, ".sqlite3"):
-		return openSQLite(ctx, db, outbox, logger)
+		return sqliteStorage, db, nil
 	}
-	return nil, nil, fmt.Errorf("-db %q: %s", db, dbForms)
+	return 0, "", fmt.Errorf("-db %q: %s", db, dbForms)
+}
+
+// openStorage opens the storage -db names, which parseFlags has checked.
+// outbox asks durable storage to record plant-added events with each
+// plant, for webhooks.
+func openStorage(ctx context.Context, db string, outbox bool) (plantstore.Storage, func(), error) {
+	kind, where, err := parseDB(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch kind {
+	case postgresStorage:
+		return openPostgres(ctx, where, outbox)
+	case sqliteStorage:
+		return openSQLite(ctx, where, outbox)
+	}
+	return plantstore.NewMemoryStorage(), func() {}, nil
 }

@@ -12,25 +12,36 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// startWebhooks starts delivering plant-added webhooks when -webhook names
-// subscribers. Durable storage records each event in the plant's own
-// transaction; memory storage keeps pending deliveries in memory. It adds
-// to psOpts what the PlantStore needs, and returns a function that stops
-// delivery.
-func startWebhooks(ctx context.Context, o options, getenv func(string) string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
+// webhookSecret returns the signing secret for -webhook subscribers, from
+// -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
+// no subscribers. It is read before anything is opened, so that a missing
+// secret stops the binary before it creates a database.
+func webhookSecret(o options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
-		return func() {}, nil
+		return "", nil
 	}
 	secret := getenv("PLANTSTORE_WEBHOOK_SECRET")
 	if o.webhookSecret != "" {
 		data, err := os.ReadFile(o.webhookSecret)
 		if err != nil {
-			return nil, fmt.Errorf("webhook secret: %w", err)
+			return "", fmt.Errorf("webhook secret: %w", err)
 		}
 		secret = strings.TrimSpace(string(data))
 	}
 	if secret == "" {
-		return nil, errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+		return "", errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+	}
+	return secret, nil
+}
+
+// startWebhooks starts delivering plant-added webhooks, signed with secret,
+// when -webhook names subscribers. Durable storage records each event in
+// the plant's own transaction; memory storage keeps pending deliveries in
+// memory. It adds to psOpts what the PlantStore needs, and returns a
+// function that stops delivery.
+func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
+	if len(o.webhooks) == 0 {
+		return func() {}, nil
 	}
 	source, durable := storage.(plantstore.Outbox)
 	if !durable {
