@@ -172,15 +172,14 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	d.cfg.Subscribers = append([]string(nil), cfg.Subscribers...)
-	for i, raw := range d.cfg.Subscribers {
+	for i, raw := range cfg.Subscribers {
 		u, err := url.Parse(raw)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("webhook: subscriber %d: malformed URL", i)
 		case u.Scheme != "http" && u.Scheme != "https":
 			return nil, fmt.Errorf("webhook: subscriber %d: scheme must be http or https", i)
-		case u.Host == "" || u.Hostname() == "":
+		case u.Hostname() == "":
 			return nil, fmt.Errorf("webhook: subscriber %d: URL has no host", i)
 		}
 		d.subs = append(d.subs, newSubscriber(d, i, raw, u.Scheme+"://"+u.Host))

@@ -68,7 +68,6 @@ type delivery struct {
 	attempts int
 	first    time.Time // of the first attempt
 	due      time.Time
-	index    int // in queue
 }
 
 type result struct {
@@ -417,12 +416,9 @@ func (q queue) Less(i, j int) bool {
 }
 func (q queue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
 }
 func (q *queue) Push(x any) {
-	dl := x.(*delivery)
-	dl.index = len(*q)
-	*q = append(*q, dl)
+	*q = append(*q, x.(*delivery))
 }
 func (q *queue) Pop() any {
 	old := *q

@@ -69,6 +69,7 @@ func (p *Proxy) forward(client net.Conn) {
 	if !p.track(client) {
 		return
 	}
+	defer p.untrack(client)
 	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 	if err != nil {
 		client.Close()
@@ -78,6 +79,7 @@ func (p *Proxy) forward(client net.Conn) {
 		client.Close()
 		return
 	}
+	defer p.untrack(server)
 	var wg sync.WaitGroup
 	pipe := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
@@ -87,9 +89,12 @@ func (p *Proxy) forward(client net.Conn) {
 	wg.Go(func() { pipe(server, client) })
 	wg.Go(func() { pipe(client, server) })
 	wg.Wait()
+}
+
+// untrack forgets a connection forward is done with.
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
+	delete(p.conns, c)
 	p.mu.Unlock()
 }
 
