@@ -14,6 +14,13 @@ var (
 	// was kept. Storage implementations wrap their connection failures with
 	// it.
 	ErrUnavailable = errors.New("plantstore: storage unavailable")
+
+	// ErrOutcomeUnknown reports that the storage lost contact while a
+	// change was being committed, and could not learn afterwards whether
+	// the commit took effect: the plant may or may not have been stored
+	// (or deleted). A retried Create may then return ErrConflict, a
+	// retried Delete ErrNotFound; read the plant to find out.
+	ErrOutcomeUnknown = errors.New("plantstore: outcome unknown")
 )
 
 // A ValidationError reports that an input field was rejected. Nothing is

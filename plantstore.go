@@ -108,8 +108,10 @@ func (ps *PlantStore) Storage() Storage { return ps.storage }
 //
 // Errors: a [*ValidationError] when np cannot be stored as given;
 // [ErrConflict] when its id is taken; [ErrUnavailable] when the storage
-// cannot be reached; the context's error when ctx ends first; any other
-// storage failure, wrapped. On any error nothing is stored.
+// cannot be reached; [ErrOutcomeUnknown], wrapped, when the storage lost
+// contact during the commit and the plant may or may not be stored; the
+// context's error when ctx ends first; any other storage failure, wrapped.
+// On any error but ErrOutcomeUnknown nothing is stored.
 func (ps *PlantStore) Create(ctx context.Context, np NewPlant) (Plant, error) {
 	if err := np.Validate(); err != nil {
 		return Plant{}, err
@@ -167,8 +169,10 @@ func (ps *PlantStore) List(ctx context.Context, opts ListOptions) ([]Plant, erro
 
 // Delete removes the plant stored under id. Its id may then be created again.
 //
-// Errors: [ErrNotFound] when no plant has that id; [ErrUnavailable], the
-// context's error, or another storage failure, wrapped.
+// Errors: [ErrNotFound] when no plant has that id; [ErrOutcomeUnknown],
+// wrapped, when the plant may or may not have been deleted;
+// [ErrUnavailable], the context's error, or another storage failure,
+// wrapped.
 func (ps *PlantStore) Delete(ctx context.Context, id int64) error {
 	if err := ps.storage.Delete(ctx, id); err != nil {
 		return storageError("delete", id, err)

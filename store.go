@@ -10,7 +10,10 @@ import "context"
 // promptly with ctx.Err(), possibly wrapped, once ctx is done, having
 // changed nothing), and must keep Name, Tag and HasTag exactly as given.
 // Storage failures other than the sentinels below are returned wrapped;
-// failures to reach the backend wrap [ErrUnavailable].
+// failures to reach the backend wrap [ErrUnavailable], which promises that
+// nothing of the call was kept. A Create or Delete whose commit may have
+// taken effect, when that cannot be learned, returns an error wrapping
+// [ErrOutcomeUnknown] instead.
 type Storage interface {
 	// Create stores p. Before Create returns nil, the plant must be kept as
 	// durably as the storage promises: a later Plant, List or Create sees

@@ -45,9 +45,10 @@ var (
 	errMethod       = &apiError{code: http.StatusMethodNotAllowed, msg: "method not allowed for this resource"}
 	errInternal     = &apiError{code: http.StatusInternalServerError, msg: "internal error"}
 	errUnavailable  = &apiError{code: http.StatusServiceUnavailable, msg: "storage unavailable, try again later"}
+	errOutcome      = &apiError{code: http.StatusGatewayTimeout, msg: "the storage did not confirm the outcome: the change may or may not have been kept; read the plant before retrying (a retried create may answer 409)"}
 	errConflict     = &apiError{code: http.StatusConflict, msg: "a plant with this id already exists"}
 	errPlantMissing = &apiError{code: http.StatusNotFound, msg: "no plant has this id"}
-	errBadID        = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer"}
+	errBadID        = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer in canonical decimal form"}
 	errReadBody     = &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
 )
 
@@ -81,6 +82,10 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg message, 
 		ae = errConflict
 	case errors.Is(err, plantstore.ErrNotFound):
 		ae = errPlantMissing
+	case errors.Is(err, plantstore.ErrOutcomeUnknown):
+		h.logger.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: outcome unknown",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+		ae = errOutcome
 	case errors.Is(err, plantstore.ErrUnavailable),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):

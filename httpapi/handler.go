@@ -1,6 +1,6 @@
 // Package httpapi serves a [plantstore.PlantStore] over HTTP as the Plant
 // Store API: POST /plants creates a plant, GET /plants lists them,
-// DELETE /plants/{id} removes one, all behind bearer authentication;
+// GET /plants/{id} reads one, DELETE /plants/{id} removes one, all behind bearer authentication;
 // GET /openapi.json describes it all, and GET /healthz and GET /readyz
 // (ready once the storage answers) need no token.
 //
@@ -68,6 +68,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 
 	r.POST("/plants", h.authenticated(h.create))
 	r.GET("/plants", h.authenticated(h.list))
+	r.GET("/plants/:id", h.authenticated(h.plant))
 	r.DELETE("/plants/:id", h.authenticated(h.delete))
 	r.GET("/openapi.json", h.openAPI)
 	r.GET("/healthz", h.healthz)
@@ -219,10 +220,44 @@ func errRepeated(name string) error {
 	return &apiError{code: http.StatusBadRequest, msg: "invalid " + name + ": given more than once"}
 }
 
-func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-	id, err := strconv.ParseInt(p.ByName("id"), 10, 64)
+// pathID reads the id of /plants/{id}. Only the canonical decimal form of
+// an int64 is accepted ("0", or digits without a leading zero after an
+// optional "-"), so that one plant has one path: "+1", "01" and "1.0" are
+// not ids.
+func pathID(p httprouter.Params) (int64, error) {
+	s := p.ByName("id")
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || (digits[0] == '0' && len(s) > 1) || digits[0] < '0' || digits[0] > '9' {
+		return 0, errBadID
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		h.writeError(w, r, errBadID)
+		return 0, errBadID
+	}
+	return id, nil
+}
+
+func (h *handler) plant(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	id, err := pathID(p)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	plant, err := h.ps.Plant(r.Context(), id)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	buf := bufPool.Get().(*buffer)
+	defer putBuffer(buf)
+	buf.b = appendPlant(buf.b[:0], plant, true)
+	writeJSON(w, http.StatusOK, buf.b)
+}
+
+func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	id, err := pathID(p)
+	if err != nil {
+		h.writeError(w, r, err)
 		return
 	}
 	if err := h.ps.Delete(r.Context(), id); err != nil {

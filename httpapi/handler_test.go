@@ -450,6 +450,7 @@ func TestStorageFailures(t *testing.T) {
 		wantLog  string
 	}{
 		{"unavailable", fmt.Errorf("dial: %s: %w", secret, plantstore.ErrUnavailable), 503, secret},
+		{"outcome unknown", fmt.Errorf("commit: %s: %w", secret, plantstore.ErrOutcomeUnknown), 504, secret},
 		{"unknown failure", errors.New(secret), 500, secret},
 		{"panic", nil, 500, "storage exploded"},
 	}

@@ -112,6 +112,47 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+func TestReadPlant(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, body := range []string{`{"id":-7,"name":"tagged","tag":""}`, `{"id":0,"name":"untagged"}`} {
+		if r := e.do("POST", "/plants", nil, body); r.status != 200 {
+			t.Fatalf("create %s: %d %s", body, r.status, r.body)
+		}
+	}
+	tests := []struct {
+		path     string
+		wantBody string
+		wantCode int // of the Error, when not 200
+		reason   string
+	}{
+		{path: "/plants/-7", wantBody: `{"id":-7,"name":"tagged","tag":""}`},
+		{path: "/plants/0", wantBody: `{"id":0,"name":"untagged"}`, reason: "an absent tag stays absent"},
+		{path: "/plants/1", wantCode: 404},
+		{path: "/plants/abc", wantCode: 400},
+		{path: "/plants/+0", wantCode: 400, reason: "a sign other than minus is not canonical"},
+		{path: "/plants/-0", wantCode: 400, reason: "minus zero is not canonical"},
+		{path: "/plants/00", wantCode: 400, reason: "a leading zero is not canonical"},
+		{path: "/plants/-07", wantCode: 400, reason: "a leading zero is not canonical"},
+		{path: "/plants/9223372036854775808", wantCode: 400, reason: "past int64"},
+		{path: "/plants/-", wantCode: 400},
+	}
+	for _, tt := range tests {
+		r := e.do("GET", tt.path, nil, "")
+		if tt.wantCode != 0 {
+			t.Run(tt.path, func(t *testing.T) { r.wantError(t, 400, tt.wantCode) })
+			continue
+		}
+		if r.status != 200 || string(r.body) != tt.wantBody {
+			t.Errorf("GET %s = %d %s, want 200 %s (%s)", tt.path, r.status, r.body, tt.wantBody, tt.reason)
+		}
+	}
+	e.do("GET", "/plants/0", map[string]string{"Authorization": ""}, "").wantError(t, 400, 401)
+	e.do("DELETE", "/plants/00", nil, "").wantError(t, 400, 400)
+	if r := e.do("GET", "/plants/0", nil, ""); r.status != 200 {
+		t.Errorf("plant 0 after DELETE /plants/00 = %d %s, want it kept", r.status, r.body)
+	}
+}
+
 func TestListPagesThroughManyPlants(t *testing.T) {
 	e := newEnv(t, nil)
 	const n = 2500
