@@ -265,15 +265,27 @@ func TestStalledDatabase(t *testing.T) {
 			u.Host = proxy.Addr()
 			app := "stalled_" + strings.ReplaceAll(mode.name, " ", "_")
 			proxied := openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2", "application_name": app}))
-			opts := append([]Option{WithTimeout(300 * time.Millisecond)}, mode.opts...)
+			opts := append([]Option{WithTimeout(time.Second)}, mode.opts...)
 			s := openStore(t, proxied, Postgres, opts...)
 			ctx := context.Background()
-			// Warm the pool, so that the stall catches statements on open
-			// connections, commits among them.
-			for id := range int64(8) {
-				if err := s.Create(ctx, plantstore.Plant{ID: 1000 + id, Name: "before"}); err != nil {
-					t.Fatal(err)
+			// createSoon creates p, allowing a few attempts: the short
+			// timeout can expire on a busy machine.
+			createSoon := func(p plantstore.Plant) {
+				t.Helper()
+				for i := 0; ; i++ {
+					err := s.Create(ctx, p)
+					if err == nil {
+						return
+					}
+					if i == 50 || !errors.Is(err, plantstore.ErrUnavailable) {
+						t.Fatalf("Create(%d) = %v, want nil", p.ID, err)
+					}
 				}
+			}
+			// Warm the pool, so that the stall catches statements on open
+			// connections.
+			for id := range int64(8) {
+				createSoon(plantstore.Plant{ID: 1000 + id, Name: "before"})
 			}
 
 			proxy.Stall()
@@ -338,17 +350,7 @@ func TestStalledDatabase(t *testing.T) {
 					t.Errorf("plant %d was answered ErrUnavailable (nothing kept) but is stored", id)
 				}
 			}
-			// The store serves again. Its short timeout can expire on a busy
-			// machine, so a few attempts are allowed.
-			for i := 0; ; i++ {
-				err := s.Create(ctx, plantstore.Plant{ID: 2000, Name: "after"})
-				if err == nil {
-					break
-				}
-				if i == 50 || !errors.Is(err, plantstore.ErrUnavailable) {
-					t.Fatalf("Create after the stall = %v, want nil", err)
-				}
-			}
+			createSoon(plantstore.Plant{ID: 2000, Name: "after"})
 			t.Logf("during the stall: %d creates unavailable, %d of unknown outcome", len(unavailable), len(unknown))
 		})
 	}
