@@ -49,7 +49,7 @@ type Option func(*Client)
 
 // WithToken makes the client send token as its bearer credentials
 // (Authorization: Bearer token) with every request. It must be an RFC 6750
-// b64token, as the server requires.
+// b64token, as the server requires. An empty token sends no credentials.
 func WithToken(token string) Option {
 	return func(c *Client) { c.token = token }
 }

@@ -27,8 +27,8 @@ import (
 //
 // Any other Error (401, 413, 415, 500, …) unwraps to nothing.
 type Error struct {
-	// StatusCode is the response's HTTP status: 400 for every failure
-	// unless the server answers with conventional statuses.
+	// StatusCode is the response's HTTP status. The plantstore server
+	// answers each failure with 400 unless it uses conventional statuses.
 	StatusCode int
 	// Code is the Error body's "error" code, the conventional HTTP status
 	// of the failure; the HTTP status when the body was not an Error.

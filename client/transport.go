@@ -67,6 +67,13 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 		return nil, f, err
 	}
 	defer res.Body.Close()
+	if res.Request.Method != cl.method {
+		// A redirect that http.Client followed with another method (a 301,
+		// 302 or 303 to a POST or DELETE is followed with GET): the answer
+		// is not to this call.
+		return nil, final, fmt.Errorf("client: %s %s was redirected to %s and followed with %s: give the client the URL the server moved to",
+			cl.method, cl.url, res.Request.URL.Redacted(), res.Request.Method)
+	}
 	if res.StatusCode >= 200 && res.StatusCode <= 299 {
 		b, err := io.ReadAll(res.Body)
 		if err != nil && !cl.write {
