@@ -43,7 +43,7 @@ func newHandler(s plantstore.Storage, opts ...httpapi.Option) http.Handler {
 
 // serve starts h on a loopback server for the test's duration, counting
 // the requests it gets.
-func serve(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
+func serve(t testing.TB, h http.Handler) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +56,7 @@ func serve(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
 
 // newClient returns a client of baseURL with the test token and no
 // retries, then opts.
-func newClient(t *testing.T, baseURL string, opts ...client.Option) *client.Client {
+func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Client {
 	t.Helper()
 	opts = append([]client.Option{client.WithToken(token), client.WithRetry(client.RetryPolicy{})}, opts...)
 	c, err := client.New(baseURL, opts...)
