@@ -47,8 +47,8 @@ func (w wirePlant) plant() (plantstore.Plant, error) {
 // could not learn whether the plant was stored; an error wrapping
 // [plantstore.ErrUnavailable] when the server could not be reached (nothing
 // was sent), or [plantstore.ErrOutcomeUnknown] when the connection failed
-// or ctx ended after the request was sent; any other [*Error] the server
-// answered. On an error wrapping ErrOutcomeUnknown the plant may or may not
+// or ctx ended after the request was sent; the context's error when ctx
+// ended before; any other [*Error] the server answered. On an error wrapping ErrOutcomeUnknown the plant may or may not
 // be stored: read it with [Client.Plant]. On any other error nothing was
 // stored.
 func (c *Client) Create(ctx context.Context, np plantstore.NewPlant) (plantstore.Plant, error) {
