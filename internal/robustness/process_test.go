@@ -72,7 +72,7 @@ type server struct {
 // listens. The instance is killed when the test ends.
 func startServer(t *testing.T, name string, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, name: name, args: args, log: &tailBuffer{max: 32 << 10}}
+	s := &server{t: t, name: name, args: args, log: &tailBuffer{max: 4 << 10}}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}

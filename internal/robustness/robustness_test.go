@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/plantstore/plantstore/internal/pgtest"
 )
 
 // The workload every target runs.
@@ -50,9 +52,12 @@ func runDuration(t *testing.T, short time.Duration) time.Duration {
 type run struct {
 	servers  []*server
 	duration time.Duration
-	// nemesis, if set, injects faults until stop is closed, and returns
-	// the number of faults it made that are not kills of a server.
-	nemesis func(t *testing.T, rng *rand.Rand, stop <-chan struct{}) (other int)
+	// kill makes a nemesis SIGKILL a random server and restart it every
+	// 1 to 3 s.
+	kill bool
+	// midway, if set, is another fault, injected once from the test's
+	// goroutine halfway through the run, while no server is restarting.
+	midway func(t *testing.T)
 }
 
 // A runResult is what a run recorded.
@@ -60,24 +65,30 @@ type runResult struct {
 	history *History
 	notSent int64
 	kills   int
-	faults  int
+	faults  int // other than kills
 	sent    time.Duration
 }
 
 // exec sends random creates, deletes and reads from clients goroutines,
-// each with its own connections, to random servers of r, while r's nemesis
-// injects faults.
+// each with its own connections, to random servers of r, while r's faults
+// are injected.
 func (r run) exec(t *testing.T) runResult {
 	t.Helper()
 	seed := rand.Uint64()
 	t.Logf("seed %d, %d clients, %d ids per %v, at most %d operations/s, for %v", seed, clients, ids, window, rate, r.duration)
 	h := NewHistory()
-	stop := make(chan struct{})
 	var (
+		stop    = make(chan struct{})
 		wg      sync.WaitGroup
+		faultMu sync.Mutex // held while a fault is injected
 		notSent atomic.Int64
 		faults  int
 	)
+	finish := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	defer finish()
 	interval := time.Duration(float64(time.Second) * clients / rate)
 	for c := range clients {
 		wg.Go(func() {
@@ -118,18 +129,47 @@ func (r run) exec(t *testing.T) runResult {
 			}
 		})
 	}
-	if r.nemesis != nil {
+	if r.kill {
 		wg.Go(func() {
-			faults = r.nemesis(t, rand.New(rand.NewPCG(seed, clients)), stop)
+			rng := rand.New(rand.NewPCG(seed, clients))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))):
+				}
+				s := r.servers[rng.IntN(len(r.servers))]
+				faultMu.Lock()
+				err := s.restart()
+				faultMu.Unlock()
+				if err != nil {
+					t.Errorf("restarting %s after SIGKILL: %v", s.name, err)
+					return
+				}
+			}
 		})
 	}
 	start := time.Now()
-	select {
-	case <-time.After(r.duration):
-	case <-t.Context().Done():
+	// sleepUntil waits until d into the run, and reports whether the test
+	// still runs.
+	sleepUntil := func(d time.Duration) bool {
+		select {
+		case <-time.After(time.Until(start.Add(d))):
+			return true
+		case <-t.Context().Done():
+			return false
+		}
 	}
-	close(stop)
-	wg.Wait()
+	if r.midway != nil && sleepUntil(r.duration/2) {
+		func() {
+			faultMu.Lock()
+			defer faultMu.Unlock()
+			r.midway(t)
+			faults++
+		}()
+	}
+	sleepUntil(r.duration)
+	finish()
 	res := runResult{history: h, notSent: notSent.Load(), faults: faults, sent: time.Since(start)}
 	for _, s := range r.servers {
 		res.kills += s.kills
@@ -158,33 +198,6 @@ func randomInput(rng *rand.Rand, client, seq int, now int64) Input {
 		in.Kind = Read
 	}
 	return in
-}
-
-// killEvery returns a nemesis that SIGKILLs a random server of servers
-// and restarts it, every 1 to 3 s, and once, if between is set, calls
-// between after half of d.
-func killEvery(servers []*server, d time.Duration, between func(t *testing.T)) func(*testing.T, *rand.Rand, <-chan struct{}) int {
-	return func(t *testing.T, rng *rand.Rand, stop <-chan struct{}) int {
-		other := 0
-		start := time.Now()
-		for {
-			select {
-			case <-stop:
-				return other
-			case <-time.After(time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))):
-			}
-			if between != nil && other == 0 && time.Since(start) > d/2 {
-				between(t)
-				other++
-				continue
-			}
-			s := servers[rng.IntN(len(servers))]
-			if err := s.restart(); err != nil {
-				t.Errorf("restarting %s after SIGKILL: %v", s.name, err)
-				return other
-			}
-		}
-	}
 }
 
 // outDir returns where a failed run's visualization goes:
@@ -228,7 +241,7 @@ func requireLinearizable(t *testing.T, rep Report) {
 	switch rep.Result {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		t.Fatalf("history is not linearizable; visualization: %s", rep.Visualization)
+		t.Fatalf("history is not linearizable; visualization: %s\n%s", rep.Visualization, rep.Explanation)
 	default:
 		t.Fatalf("the checker could not decide in time; partial linearizations: %s", rep.Visualization)
 	}
@@ -249,7 +262,7 @@ func TestSQLiteKilledLinearizable(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
 	s := startServer(t, "sqlite", "-db", db)
 	d := runDuration(t, 12*time.Second)
-	res := run{servers: []*server{s}, duration: d, nemesis: killEvery([]*server{s}, d, nil)}.exec(t)
+	res := run{servers: []*server{s}, duration: d, kill: true}.exec(t)
 	if res.kills == 0 {
 		t.Errorf("no kill in %v", res.sent)
 	}
@@ -262,7 +275,7 @@ func TestSQLiteKilledLinearizable(t *testing.T) {
 func TestForgetfulStorageIsNotLinearizable(t *testing.T) {
 	s := startServer(t, "memory", "-db", "memory")
 	d := 6 * time.Second
-	res := run{servers: []*server{s}, duration: d, nemesis: killEvery([]*server{s}, d, nil)}.exec(t)
+	res := run{servers: []*server{s}, duration: d, kill: true}.exec(t)
 	if res.kills == 0 {
 		t.Fatalf("no kill in %v", res.sent)
 	}
@@ -274,4 +287,28 @@ func TestForgetfulStorageIsNotLinearizable(t *testing.T) {
 	if fi, err := os.Stat(rep.Visualization); err != nil || fi.Size() == 0 || filepath.Dir(rep.Visualization) != dir {
 		t.Fatalf("visualization %q: %v, %v", rep.Visualization, fi, err)
 	}
+}
+
+// TestPostgresLinearizable runs the workload against three instances
+// sharing a private PostgreSQL cluster: instances are SIGKILLed and
+// restarted every few seconds, and halfway through the database itself
+// is restarted as after a crash (pg_ctl stop -m immediate).
+func TestPostgresLinearizable(t *testing.T) {
+	binary(t)
+	db := pgtest.Start(t)
+	dsn := db.DSN() + "&connect_timeout=2"
+	var servers []*server
+	for i := range 3 {
+		servers = append(servers, startServer(t, fmt.Sprint("pg", i), "-db", dsn))
+	}
+	d := runDuration(t, 15*time.Second)
+	res := run{servers: servers, duration: d, kill: true, midway: func(t *testing.T) {
+		start := time.Now()
+		db.Restart(t)
+		t.Logf("PostgreSQL restarted (-m immediate) in %v", time.Since(start).Round(time.Millisecond))
+	}}.exec(t)
+	if res.kills == 0 || res.faults == 0 {
+		t.Errorf("%d kills and %d database restarts in %v, want some of each", res.kills, res.faults, res.sent)
+	}
+	requireLinearizable(t, check(t, res, outDir()))
 }
