@@ -251,7 +251,7 @@ func requireLinearizable(t *testing.T, rep Report) {
 // memory storage, without faults.
 func TestMemoryLinearizable(t *testing.T) {
 	s := startServer(t, "memory", "-db", "memory")
-	res := run{servers: []*server{s}, duration: runDuration(t, 5*time.Second)}.exec(t)
+	res := run{servers: []*server{s}, duration: runDuration(t, 4*time.Second)}.exec(t)
 	requireLinearizable(t, check(t, res, outDir()))
 }
 
@@ -261,7 +261,7 @@ func TestMemoryLinearizable(t *testing.T) {
 func TestSQLiteKilledLinearizable(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
 	s := startServer(t, "sqlite", "-db", db)
-	d := runDuration(t, 10*time.Second)
+	d := runDuration(t, 8*time.Second)
 	res := run{servers: []*server{s}, duration: d, kill: true}.exec(t)
 	if res.kills == 0 {
 		t.Errorf("no kill in %v", res.sent)
@@ -274,7 +274,7 @@ func TestSQLiteKilledLinearizable(t *testing.T) {
 // the checker must find that out.
 func TestForgetfulStorageIsNotLinearizable(t *testing.T) {
 	s := startServer(t, "memory", "-db", "memory")
-	d := 5 * time.Second
+	d := 4 * time.Second
 	res := run{servers: []*server{s}, duration: d, kill: true}.exec(t)
 	if res.kills == 0 {
 		t.Fatalf("no kill in %v", res.sent)
@@ -301,7 +301,7 @@ func TestPostgresLinearizable(t *testing.T) {
 	for i := range 3 {
 		servers = append(servers, startServer(t, fmt.Sprint("pg", i), "-db", dsn))
 	}
-	d := runDuration(t, 12*time.Second)
+	d := runDuration(t, 10*time.Second)
 	res := run{servers: servers, duration: d, kill: true, midway: func(t *testing.T) {
 		start := time.Now()
 		db.Restart(t)
