@@ -200,19 +200,54 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // redactDSN hides the password in a database URL, in its user part or in a
-// password query parameter, before it is logged. What is not a URL is
-// returned as it is: no other -db form holds a password.
+// password or sslpassword query parameter, before it is logged. A URL may
+// list several hosts (postgres://h1:5432,h2:5433/db), as libpq's and pgx's
+// do. What is not a URL is returned as it is: no other -db form holds a
+// password.
 func redactDSN(db string) string {
-	u, err := url.Parse(db)
+	u, err := parseDBURL(db)
 	if err != nil || u.Scheme == "" {
 		if strings.Contains(db, "://") {
 			return "(a database URL that does not parse)"
 		}
 		return db
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
+}
+
+// parseDBURL parses a URL whose host part may be a comma-separated list of
+// host[:port], which net/url refuses: it parses the URL with one stand-in
+// host, checks each host on its own, and puts the list back.
+func parseDBURL(s string) (*url.URL, error) {
+	_, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return url.Parse(s)
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	hosts := authority[strings.LastIndex(authority, "@")+1:]
+	if !strings.Contains(hosts, ",") {
+		return url.Parse(s)
+	}
+	for h := range strings.SplitSeq(hosts, ",") {
+		if _, err := url.Parse("postgres://" + h); err != nil || h == "" {
+			return nil, fmt.Errorf("host %q in a database URL: %v", h, err)
+		}
+	}
+	start := len(s) - len(rest) + len(authority) - len(hosts)
+	u, err := url.Parse(s[:start] + "multi.host.invalid" + s[start+len(hosts):])
+	if err != nil {
+		return nil, err
+	}
+	u.Host = hosts
+	return u, nil
 }

@@ -206,6 +206,16 @@ func TestRedactDSN(t *testing.T) {
 		{"postgres://u:s3cret@h/db", "postgres://u:xxxxx@h/db"},
 		{"postgresql://u@h/db?password=s3cret&sslmode=disable", "postgresql://u@h/db?password=xxxxx&sslmode=disable"},
 		{"postgres://u:s3cret@h/db%zz", "(a database URL that does not parse)"},
+		{"postgres://u:s3cret@h/db?sslpassword=key", "postgres://u:xxxxx@h/db?sslpassword=xxxxx"},
+		{
+			"postgres://u:s3cret@127.0.0.1:5432,127.0.0.1:5433/db?target_session_attrs=read-write",
+			"postgres://u:xxxxx@127.0.0.1:5432,127.0.0.1:5433/db?target_session_attrs=read-write",
+		},
+		{"postgresql://u:p%40ss@a,b:5433,[::1]:5434/db", "postgresql://u:xxxxx@a,b:5433,[::1]:5434/db"},
+		{"postgres://a,b?password=s3cret", "postgres://a,b?password=xxxxx"},
+		{"postgres://a,,b/db", "(a database URL that does not parse)"},
+		{"postgres://u:s3cret@a:1,b:x/db", "(a database URL that does not parse)"},
+		{"postgres://u:s3cret@a,b/db%zz", "(a database URL that does not parse)"},
 	}
 	for _, tt := range tests {
 		if got := redactDSN(tt.db); got != tt.want {
