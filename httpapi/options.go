@@ -16,6 +16,8 @@ type config struct {
 	maxBody      int64
 	logger       *slog.Logger
 	accessLog    *slog.Logger
+	cors         *corsPolicy
+	baseURL      string
 }
 
 // WithAuthenticator makes the handler accept the bearer tokens a accepts.
