@@ -34,7 +34,8 @@ type handler struct {
 	tooLarge *apiError
 	// document is the OpenAPI document served, its servers set by
 	// WithBaseURL.
-	document []byte
+	document       []byte
+	documentLength []string
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
@@ -53,6 +54,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	}
 	h.tooLarge = errBodyTooLarge(h.maxBody)
 	h.document = withServerURL(openAPIDocument, h.baseURL)
+	h.documentLength = []string{strconv.Itoa(len(h.document))}
 	if h.auth == nil && !h.noAuth {
 		h.logger.Warn("httpapi: no authenticator configured; every request that needs a token is rejected")
 	}
@@ -292,7 +294,11 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 }
 
 func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	w.Header()["Cache-Control"] = noCacheValue
+	hdr := w.Header()
+	hdr["Cache-Control"] = noCacheValue
+	// net/http works out the length of small bodies only; a HEAD request
+	// gets it too this way.
+	hdr["Content-Length"] = h.documentLength
 	writeJSON(w, http.StatusOK, h.document)
 }
 
