@@ -53,6 +53,7 @@ type options struct {
 	writeTimeout  time.Duration
 	webhooks      []string
 	webhookSecret string
+	corsOrigins   []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -71,6 +72,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may leave an answer unread before its connection is dropped")
 	fs.Func("webhook", "subscriber `URL` for plant-added webhooks (repeatable)", func(s string) error {
 		o.webhooks = append(o.webhooks, s)
+		return nil
+	})
+	fs.Func("cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)", func(s string) error {
+		if err := checkOrigin(s); err != nil {
+			return err
+		}
+		o.corsOrigins = append(o.corsOrigins, s)
 		return nil
 	})
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
@@ -155,6 +163,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.conventional {
 		hopts = append(hopts, httpapi.WithConventionalStatus())
+	}
+	if len(o.corsOrigins) > 0 {
+		hopts = append(hopts, httpapi.WithCORS(o.corsOrigins...))
 	}
 	// With the two read timeouts equal, as by default, net/http sets one
 	// read deadline per request instead of two. Writes are bounded by the
