@@ -2,7 +2,9 @@
 // Store API: POST /plants creates a plant, GET /plants lists them,
 // GET /plants/{id} reads one, DELETE /plants/{id} removes one, all behind bearer authentication;
 // GET /openapi.json describes it all, and GET /healthz and GET /readyz
-// (ready once the storage answers) need no token.
+// (ready once the storage answers) need no token. HEAD is served wherever
+// GET is, with the same authentication, and OPTIONS on every path answers
+// 204 with Allow; [WithCORS] lets browsers' scripts in.
 //
 // Every failure is answered with an Error body, {"error": code, "message":
 // text}, where code is the conventional HTTP status of the condition; the
