@@ -64,9 +64,10 @@ var errNoToken = errors.New("httpapi: no bearer token")
 var errInvalidToken = errors.New("httpapi: token not accepted")
 
 // Tokens returns an Authenticator that accepts exactly the given bearer
-// tokens, and no request without one. Empty tokens are ignored. It compares SHA-256 digests in constant time
-// against every token, so the time it takes depends neither on which token
-// matched nor on the tokens' lengths.
+// tokens, and no request without one. Empty tokens are ignored. It
+// compares SHA-256 digests in constant time against every token, so the
+// time it takes depends neither on which token matched nor on the tokens'
+// lengths.
 func Tokens(tokens ...string) Authenticator {
 	t := tokenSet{}
 	for _, tok := range tokens {
