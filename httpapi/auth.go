@@ -9,30 +9,65 @@ import (
 	"strings"
 )
 
-// An Authenticator decides whether a bearer token may use the API.
+// An Authenticator decides whether a request may use the API.
 type Authenticator interface {
-	// Authenticate returns nil when token is valid. Any error rejects the
-	// request with error code 401; the error is logged at debug level,
-	// so it must not contain the token. It must be safe for concurrent use.
-	Authenticate(ctx context.Context, token string) error
+	// Authenticate returns nil when r may use the API. token is the
+	// request's bearer token, or "" when r has no Authorization header, so
+	// that an Authenticator can accept other credentials found in r: a
+	// client certificate in r.TLS, an API-key header. A malformed
+	// Authorization header is refused before Authenticate is called.
+	//
+	// An error rejects the request: one that wraps [ErrForbidden] (a known
+	// caller that may not use the API) with error code 403, one that wraps
+	// [plantstore.ErrUnavailable] (the authentication backend cannot be
+	// reached) with 503, and any other with 401. The error is logged, so
+	// it must not contain the token. Authenticate must not read r's body,
+	// and must be safe for concurrent use.
+	Authenticate(r *http.Request, token string) error
 }
+
+// ErrForbidden is the error an [Authenticator] wraps to reject a caller it
+// recognises but does not allow; the request is answered with error code
+// 403 instead of 401.
+var ErrForbidden = errors.New("httpapi: forbidden")
 
 // AuthenticatorFunc adapts a function to an [Authenticator].
-type AuthenticatorFunc func(ctx context.Context, token string) error
+type AuthenticatorFunc func(r *http.Request, token string) error
 
-// Authenticate calls f(ctx, token).
-func (f AuthenticatorFunc) Authenticate(ctx context.Context, token string) error {
-	return f(ctx, token)
+// Authenticate calls f(r, token).
+func (f AuthenticatorFunc) Authenticate(r *http.Request, token string) error {
+	return f(r, token)
 }
+
+// TokenAuthenticatorFunc adapts a function that needs nothing of a request
+// but its bearer token and context to an [Authenticator]. A request without
+// a token is rejected without calling f, so f never sees "".
+//
+// It is the signature AuthenticatorFunc had before an Authenticator could
+// see the whole request: renaming the type is all that moving to it takes.
+type TokenAuthenticatorFunc func(ctx context.Context, token string) error
+
+// Authenticate calls f(r.Context(), token), unless token is "".
+func (f TokenAuthenticatorFunc) Authenticate(r *http.Request, token string) error {
+	if token == "" {
+		return errNoToken
+	}
+	return f(r.Context(), token)
+}
+
+// errNoToken is what a token-only authenticator returns for a request
+// without a bearer token.
+var errNoToken = errors.New("httpapi: no bearer token")
 
 // errInvalidToken is what a [Tokens] authenticator returns for a token it
 // does not hold.
 var errInvalidToken = errors.New("httpapi: token not accepted")
 
-// Tokens returns an Authenticator that accepts exactly the given tokens.
-// Empty tokens are ignored. It compares SHA-256 digests in constant time
-// against every token, so the time it takes depends neither on which token
-// matched nor on the tokens' lengths.
+// Tokens returns an Authenticator that accepts exactly the given bearer
+// tokens, and no request without one. Empty tokens are ignored. It
+// compares SHA-256 digests in constant time against every token, so the
+// time it takes depends neither on which token matched nor on the tokens'
+// lengths.
 func Tokens(tokens ...string) Authenticator {
 	t := tokenSet{}
 	for _, tok := range tokens {
@@ -45,7 +80,10 @@ func Tokens(tokens ...string) Authenticator {
 
 type tokenSet [][sha256.Size]byte
 
-func (t tokenSet) Authenticate(_ context.Context, token string) error {
+func (t tokenSet) Authenticate(_ *http.Request, token string) error {
+	if token == "" {
+		return errNoToken
+	}
 	sum := sha256.Sum256([]byte(token))
 	match := 0
 	for i := range t {
@@ -59,11 +97,12 @@ func (t tokenSet) Authenticate(_ context.Context, token string) error {
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>"
 // header (RFC 6750, section 2.1; the scheme is case-insensitive).
+// A request without an Authorization header has the token "" and no error.
 func bearerToken(h http.Header) (token string, err *apiError) {
 	values := h["Authorization"]
 	switch {
 	case len(values) == 0:
-		return "", errMissingToken
+		return "", nil
 	case len(values) > 1:
 		return "", errMalformedAuth
 	}

@@ -37,6 +37,10 @@ var (
 	errNoAuthenticator = &apiError{code: http.StatusUnauthorized,
 		msg:       "no token is accepted: the server was built without an authenticator",
 		challenge: []string{realm + `, error="invalid_token", error_description="no token is accepted"`}}
+	errForbidden = &apiError{code: http.StatusForbidden,
+		msg: "forbidden: these credentials may not use this resource"}
+	errAuthUnavailable = &apiError{code: http.StatusServiceUnavailable,
+		msg: "authentication unavailable, try again later"}
 	errContentType = &apiError{code: http.StatusUnsupportedMediaType,
 		msg: "Content-Type must be application/json"}
 	errContentEncoding = &apiError{code: http.StatusUnsupportedMediaType,
@@ -56,6 +60,28 @@ var (
 func errBodyTooLarge(limit int64) *apiError {
 	return &apiError{code: http.StatusRequestEntityTooLarge,
 		msg: "request body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// rejection turns an [Authenticator]'s error into the Error the request is
+// answered with, and logs it: a backend that cannot be reached at level
+// Warn, a refused caller at level Debug. noToken reports whether the
+// request had no Authorization header.
+func (h *handler) rejection(r *http.Request, err error, noToken bool) *apiError {
+	ae := errInvalidToken401
+	level, msg := slog.LevelDebug, "httpapi: token rejected"
+	switch {
+	case errors.Is(err, plantstore.ErrUnavailable):
+		ae = errAuthUnavailable
+		level, msg = slog.LevelWarn, "httpapi: authentication unavailable"
+	case errors.Is(err, ErrForbidden):
+		ae = errForbidden
+	case noToken:
+		ae = errMissingToken
+	}
+	h.logger.LogAttrs(r.Context(), level, msg,
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("error", ae.code), slog.Any("err", err))
+	return ae
 }
 
 // A message is the text of a wire Error in pieces, written one after the

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -46,4 +47,36 @@ func ExampleNew_mounted() {
 	fmt.Println(rec.Code, rec.Body)
 	// Output:
 	// 200 {"name":"Aloe"}
+}
+
+func ExampleAuthenticatorFunc() {
+	// keys stands in for the host's API keys and what each may do.
+	keys := map[string]string{"key-admin": "write", "key-viewer": "read"}
+	auth := httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
+		role, ok := keys[r.Header.Get("X-Api-Key")]
+		switch {
+		case !ok:
+			return errors.New("unknown API key")
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && role != "write":
+			return fmt.Errorf("role %s may only read: %w", role, httpapi.ErrForbidden)
+		}
+		return nil
+	})
+	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithAuthenticator(auth))
+
+	send := func(key, body string) {
+		req := httptest.NewRequest("POST", "/plants", strings.NewReader(body))
+		req.Header.Set("X-Api-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Body)
+	}
+	send("key-admin", `{"id":1,"name":"Monstera"}`)
+	send("key-viewer", `{"id":2,"name":"Fern"}`)
+	send("key-nobody", `{"id":3,"name":"Aloe"}`)
+	// Output:
+	// 200 {"name":"Monstera"}
+	// 400 {"error":403,"message":"forbidden: these credentials may not use this resource"}
+	// 400 {"error":401,"message":"missing bearer token: send Authorization: Bearer <token>"}
 }

@@ -2,7 +2,9 @@
 // Store API: POST /plants creates a plant, GET /plants lists them,
 // GET /plants/{id} reads one, DELETE /plants/{id} removes one, all behind bearer authentication;
 // GET /openapi.json describes it all, and GET /healthz and GET /readyz
-// (ready once the storage answers) need no token.
+// (ready once the storage answers) need no token. HEAD is served wherever
+// GET is, with the same authentication, and OPTIONS on every path answers
+// 204 with Allow; [WithCORS] lets browsers' scripts in.
 //
 // Every failure is answered with an Error body, {"error": code, "message":
 // text}, where code is the conventional HTTP status of the condition; the
@@ -33,6 +35,10 @@ type handler struct {
 	router *httprouter.Router
 	// tooLarge is the error for a body over maxBody, made once.
 	tooLarge *apiError
+	// document is the OpenAPI document served, its servers set by
+	// WithBaseURL.
+	document       []byte
+	documentLength []string
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
@@ -50,6 +56,8 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 		h.logger = slog.Default()
 	}
 	h.tooLarge = errBodyTooLarge(h.maxBody)
+	h.document = withServerURL(openAPIDocument, h.baseURL)
+	h.documentLength = []string{strconv.Itoa(len(h.document))}
 	if h.auth == nil && !h.noAuth {
 		h.logger.Warn("httpapi: no authenticator configured; every request that needs a token is rejected")
 	}
@@ -57,7 +65,8 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.HandleOPTIONS = false
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = http.HandlerFunc(h.options)
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, errNotFoundPath)
@@ -68,18 +77,22 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	r.PanicHandler = h.recovered
 
 	r.POST("/plants", h.authenticated(h.create))
-	r.GET("/plants", h.authenticated(h.list))
-	r.GET("/plants/:id", h.authenticated(h.plant))
+	get(r, "/plants", h.authenticated(h.list))
+	get(r, "/plants/:id", h.authenticated(h.plant))
 	r.DELETE("/plants/:id", h.authenticated(h.delete))
-	r.GET("/openapi.json", h.openAPI)
-	r.GET("/healthz", h.healthz)
-	r.GET("/readyz", h.readyz)
+	get(r, "/openapi.json", h.openAPI)
+	get(r, "/healthz", h.healthz)
+	get(r, "/readyz", h.readyz)
 	h.router = r
 
+	var root http.Handler = r
 	if h.accessLog != nil {
-		return http.HandlerFunc(h.serveLogged)
+		root = http.HandlerFunc(h.serveLogged)
 	}
-	return r
+	if h.cors != nil {
+		root = h.cors.handler(root)
+	}
+	return root
 }
 
 // recovered answers a request whose handler panicked, and logs the panic
@@ -94,8 +107,8 @@ func (h *handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
 	h.writeError(w, r, errInternal)
 }
 
-// authenticated wraps next so that it runs only for requests carrying an
-// accepted bearer token. The body is not read before that.
+// authenticated wraps next so that it runs only for requests the
+// authenticator accepts. The body is not read before that.
 func (h *handler) authenticated(next httprouter.Handle) httprouter.Handle {
 	if h.noAuth {
 		return next
@@ -107,12 +120,15 @@ func (h *handler) authenticated(next httprouter.Handle) httprouter.Handle {
 			return
 		}
 		if h.auth == nil {
-			h.writeError(w, r, errNoAuthenticator)
+			aerr = errNoAuthenticator
+			if token == "" {
+				aerr = errMissingToken
+			}
+			h.writeError(w, r, aerr)
 			return
 		}
-		if err := h.auth.Authenticate(r.Context(), token); err != nil {
-			h.logger.LogAttrs(r.Context(), slog.LevelDebug, "httpapi: token rejected", slog.Any("err", err))
-			h.writeError(w, r, errInvalidToken401)
+		if err := h.auth.Authenticate(r, token); err != nil {
+			h.writeError(w, r, h.rejection(r, err, token == ""))
 			return
 		}
 		next(w, r, p)
@@ -285,8 +301,12 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 }
 
 func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	w.Header()["Cache-Control"] = noCacheValue
-	writeJSON(w, http.StatusOK, openAPIDocument)
+	hdr := w.Header()
+	hdr["Cache-Control"] = noCacheValue
+	// net/http works out the length of small bodies only; a HEAD request
+	// gets it too this way.
+	hdr["Content-Length"] = h.documentLength
+	writeJSON(w, http.StatusOK, h.document)
 }
 
 // readBody reads the whole body into buf, refusing one over h.maxBody

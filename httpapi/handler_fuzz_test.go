@@ -91,6 +91,9 @@ func FuzzHandler(f *testing.F) {
 		{``, "", "", authAbsent, 1, 7},
 		{``, "", "", authAbsent, 1, 9},
 		{`{"id":3,"name":"x"}`, json, "", authValid, 0, 6},
+		{``, "", "", authAbsent, 6, 0},
+		{``, "", "", authAbsent, 6, 6},
+		{``, "", "", authAbsent, 5, 1},
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s.body), s.contentType, s.auth, s.authMode, s.method, s.path)
@@ -178,6 +181,11 @@ func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
 	case resp.StatusCode == http.StatusOK:
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !jsontext.Value(got).IsValid() {
 			t.Errorf("%s %s: 200 answer with Content-Type %q is not JSON: %s", fr.method, fr.path, ct, got)
+		}
+	case resp.StatusCode == http.StatusNoContent && fr.method == "OPTIONS":
+		if len(got) != 0 || resp.Header.Get("Allow") == "" {
+			t.Errorf("OPTIONS %s answered 204 with Allow %q and body %q, want an Allow and no body",
+				fr.path, resp.Header.Get("Allow"), got)
 		}
 	case resp.StatusCode == http.StatusNoContent && fr.method == "DELETE" && fr.path == "/plants/1":
 		if len(got) != 0 {

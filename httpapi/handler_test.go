@@ -355,7 +355,7 @@ func TestRoutingErrors(t *testing.T) {
 		{"trailing slash", "POST", "/plants/", 404},
 		{"case of path", "POST", "/Plants", 404},
 		{"wrong method", "PUT", "/plants", 405},
-		{"options", "OPTIONS", "/plants", 405},
+		{"options on an unknown path", "OPTIONS", "/nowhere", 404},
 		{"patch a plant", "PATCH", "/plants/1", 405},
 	}
 	for _, tt := range tests {
@@ -386,7 +386,7 @@ func TestInsecureWithoutAuthentication(t *testing.T) {
 }
 
 func TestCustomAuthenticator(t *testing.T) {
-	auth := httpapi.AuthenticatorFunc(func(ctx context.Context, token string) error {
+	auth := httpapi.TokenAuthenticatorFunc(func(ctx context.Context, token string) error {
 		if token != "from-host" {
 			return errors.New("unknown")
 		}

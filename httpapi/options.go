@@ -16,9 +16,13 @@ type config struct {
 	maxBody      int64
 	logger       *slog.Logger
 	accessLog    *slog.Logger
+	cors         *corsPolicy
+	baseURL      string
 }
 
-// WithAuthenticator makes the handler accept the bearer tokens a accepts.
+// WithAuthenticator makes the handler serve the requests a accepts, and
+// answer the others with the error a's verdict calls for: 401, 403 or 503
+// (see [Authenticator]).
 func WithAuthenticator(a Authenticator) Option {
 	return func(c *config) { c.auth = a }
 }

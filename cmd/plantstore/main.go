@@ -55,7 +55,8 @@ type options struct {
 	webhooks      []string
 	webhookSecret string
 	// dbTimeout bounds how long a request waits for the database.
-	dbTimeout time.Duration
+	dbTimeout   time.Duration
+	corsOrigins []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -77,6 +78,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
+	fs.Func("cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)", func(s string) error {
+		if err := checkOrigin(s); err != nil {
+			return err
+		}
+		o.corsOrigins = append(o.corsOrigins, s)
+		return nil
+	})
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -159,6 +167,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.conventional {
 		hopts = append(hopts, httpapi.WithConventionalStatus())
+	}
+	if len(o.corsOrigins) > 0 {
+		hopts = append(hopts, httpapi.WithCORS(o.corsOrigins...))
 	}
 	// With the two read timeouts equal, as by default, net/http sets one
 	// read deadline per request instead of two. Writes are bounded by the

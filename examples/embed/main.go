@@ -37,7 +37,7 @@ func main() {
 		w.Write([]byte("the host's own pages\n"))
 	})
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(plants,
-		httpapi.WithAuthenticator(httpapi.AuthenticatorFunc(authenticate)))))
+		httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(authenticate)))))
 
 	log.Println("listening on http://127.0.0.1:8081; the Plant Store API is under /api/")
 	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))

@@ -1,0 +1,224 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+func TestAuthenticatorOutcomes(t *testing.T) {
+	const cause = "directory says no for reasons"
+	tests := []struct {
+		name      string
+		err       error
+		headers   map[string]string
+		wantCode  int    // 0: accepted
+		challenge string // a substring of WWW-Authenticate; "" when none is sent
+		wantLog   string // a substring of the log
+		reason    string
+	}{
+		{name: "accepted", err: nil},
+		{name: "bad credentials", err: errors.New(cause), wantCode: 401,
+			challenge: `error="invalid_token"`, wantLog: "level=DEBUG msg=\"httpapi: token rejected\""},
+		{name: "forbidden", err: fmt.Errorf("%s: %w", cause, httpapi.ErrForbidden), wantCode: 403,
+			wantLog: "level=DEBUG msg=\"httpapi: token rejected\"",
+			reason:  "a known caller gets no challenge: other credentials would not help"},
+		{name: "backend down", err: fmt.Errorf("dial ldap: %s: %w", cause, plantstore.ErrUnavailable), wantCode: 503,
+			wantLog: "level=WARN msg=\"httpapi: authentication unavailable\""},
+		{name: "deadline", err: context.DeadlineExceeded, wantCode: 401, challenge: `error="invalid_token"`,
+			reason: "only ErrForbidden and ErrUnavailable change the code"},
+		{name: "storage's conflict", err: plantstore.ErrConflict, wantCode: 401, challenge: `error="invalid_token"`},
+		{name: "rejected without a token", err: errors.New(cause), headers: map[string]string{"Authorization": ""},
+			wantCode: 401, challenge: `Bearer realm="plantstore"`},
+		{name: "forbidden without a token", err: httpapi.ErrForbidden, headers: map[string]string{"Authorization": ""},
+			wantCode: 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			auth := httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
+				calls.Add(1)
+				return tt.err
+			})
+			e := newEnv(t, nil, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus())
+			r := e.do("POST", "/plants", tt.headers, `{"id":1,"name":"x"}`)
+			if n := calls.Load(); n != 1 {
+				t.Errorf("the authenticator was called %d times, want 1", n)
+			}
+			wantIDs := []int64{}
+			if tt.wantCode == 0 {
+				if r.status != http.StatusOK {
+					t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+				}
+				wantIDs = []int64{1}
+			} else {
+				we := r.wantError(t, tt.wantCode, tt.wantCode)
+				if strings.Contains(we.Message, cause) {
+					t.Errorf("message %q leaks the authenticator's error", we.Message)
+				}
+			}
+			if got := r.header.Get("WWW-Authenticate"); (tt.challenge == "") != (got == "") || !strings.Contains(got, tt.challenge) {
+				t.Errorf("WWW-Authenticate = %q, want one containing %q (none if empty)", got, tt.challenge)
+			}
+			if tt.wantLog != "" && !strings.Contains(e.logs.String(), tt.wantLog) {
+				t.Errorf("the log has no %q:\n%s", tt.wantLog, e.logs)
+			}
+			if diff := cmp.Diff(wantIDs, e.storedIDs()); diff != "" {
+				t.Errorf("stored ids mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAuthenticatorSeesTheRequest accepts an API key in a header of its
+// own, with no Authorization header at all.
+func TestAuthenticatorSeesTheRequest(t *testing.T) {
+	type seen struct{ Method, Path, Token string }
+	var (
+		mu  sync.Mutex
+		got []seen
+	)
+	auth := httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
+		mu.Lock()
+		got = append(got, seen{r.Method, r.URL.Path, token})
+		mu.Unlock()
+		if token == testToken || r.Header.Get("X-Api-Key") == "key-1" {
+			return nil
+		}
+		return errors.New("no valid credentials")
+	})
+	e := newEnv(t, nil, httpapi.WithAuthenticator(auth))
+	if r := e.do("POST", "/plants", map[string]string{"Authorization": "", "X-Api-Key": "key-1"}, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Errorf("with an API key: %d %s, want 200", r.status, r.body)
+	}
+	e.do("GET", "/plants/1", map[string]string{"Authorization": "", "X-Api-Key": "key-2"}, ``).wantError(t, 400, 401)
+	if r := e.do("DELETE", "/plants/1", nil, ``); r.status != 204 {
+		t.Errorf("with the token: %d %s, want 204", r.status, r.body)
+	}
+	e.do("GET", "/plants", map[string]string{"Authorization": "Basic dTpw", "X-Api-Key": "key-1"}, ``).wantError(t, 400, 401)
+	want := []seen{{"POST", "/plants", ""}, {"GET", "/plants/1", ""}, {"DELETE", "/plants/1", testToken}}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests the authenticator saw (-want +got):\n%s", diff)
+	}
+}
+
+// TestAuthenticatorClientCertificate authenticates callers by the TLS
+// client certificate they present.
+func TestAuthenticatorClientCertificate(t *testing.T) {
+	auth := httpapi.AuthenticatorFunc(func(r *http.Request, _ string) error {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return errors.New("no client certificate")
+		}
+		switch cn := r.TLS.PeerCertificates[0].Subject.CommonName; cn {
+		case "gardener":
+			return nil
+		case "visitor":
+			return fmt.Errorf("%s may only look: %w", cn, httpapi.ErrForbidden)
+		default:
+			return errors.New("unknown client")
+		}
+	})
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	srv := httptest.NewUnstartedServer(httpapi.New(ps, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus()))
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	for _, tt := range []struct {
+		cn         string
+		wantStatus int
+	}{
+		{"gardener", 200},
+		{"visitor", 403},
+		{"stranger", 401},
+		{"", 401},
+	} {
+		t.Run("cn="+tt.cn, func(t *testing.T) {
+			tr := srv.Client().Transport.(*http.Transport).Clone()
+			if tt.cn != "" {
+				tr.TLSClientConfig.Certificates = []tls.Certificate{clientCertificate(t, tt.cn)}
+			}
+			req, _ := http.NewRequest("GET", srv.URL+"/plants", nil)
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+		})
+	}
+}
+
+// clientCertificate makes a self-signed client certificate for cn.
+func clientCertificate(t *testing.T, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func TestTokenAuthenticatorFunc(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		tokens []string
+	)
+	auth := httpapi.TokenAuthenticatorFunc(func(ctx context.Context, token string) error {
+		mu.Lock()
+		tokens = append(tokens, token)
+		mu.Unlock()
+		if token != "from-host" {
+			return errors.New("unknown")
+		}
+		return nil
+	})
+	e := newEnv(t, nil, httpapi.WithAuthenticator(auth))
+	we := e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
+	if !strings.Contains(we.Message, "missing bearer token") {
+		t.Errorf("message = %q, want it to say the token is missing", we.Message)
+	}
+	e.do("POST", "/plants", map[string]string{"Authorization": "Bearer other"}, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
+	if r := e.do("POST", "/plants", map[string]string{"Authorization": "Bearer from-host"}, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"other", "from-host"}, tokens); diff != "" {
+		t.Errorf("tokens the function saw (-want +got):\n%s; it must never see an empty one", diff)
+	}
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// WithCORS lets scripts on web pages of the given origins call the API
+// from a browser (Cross-Origin Resource Sharing, in the Fetch standard).
+// An origin is matched exactly as the browser sends it in the Origin
+// header: scheme, host and any port, such as "https://app.example.com" or
+// "http://localhost:3000"; "*" allows any origin. Several calls add up.
+//
+// A preflight (OPTIONS with Origin and Access-Control-Request-Method) from
+// an allowed origin is answered 204 with Access-Control-Allow-Origin, the
+// path's methods in Access-Control-Allow-Methods, the request headers
+// Authorization, Content-Type and X-Request-Id in
+// Access-Control-Allow-Headers, and Access-Control-Max-Age. Every other
+// answer to an allowed origin carries Access-Control-Allow-Origin and
+// exposes the Link, X-Request-Id and WWW-Authenticate headers to the
+// script. A request from any other origin gets no CORS header, so the
+// browser keeps its answer from the script.
+//
+// CORS opens no door past authentication: a preflight needs no token
+// because it does nothing, and the actual request still needs one.
+// Cookies are never used, so Access-Control-Allow-Credentials is not sent.
+func WithCORS(origins ...string) Option {
+	return func(c *config) {
+		if c.cors == nil {
+			c.cors = &corsPolicy{origins: map[string]bool{}}
+		}
+		for _, o := range origins {
+			if o == "*" {
+				c.cors.any = true
+			} else if o != "" {
+				c.cors.origins[o] = true
+			}
+		}
+	}
+}
+
+// corsMaxAge is how long, in seconds, a browser may reuse a preflight's
+// answer: an hour, under the two hours Chromium allows at most.
+const corsMaxAge = 3600
+
+// CORS header values shared by every response that sends them.
+var (
+	anyOrigin        = []string{"*"}
+	originVary       = "Origin"
+	corsAllowHeaders = []string{"Authorization, Content-Type, X-Request-Id"}
+	corsExpose       = []string{"Link, X-Request-Id, WWW-Authenticate"}
+	corsMaxAgeValue  = []string{strconv.Itoa(corsMaxAge)}
+)
+
+// A corsPolicy is the set of origins [WithCORS] allows.
+type corsPolicy struct {
+	any     bool
+	origins map[string]bool
+}
+
+// allowOrigin returns the Access-Control-Allow-Origin value for r, or nil
+// when r comes from no allowed origin.
+func (c *corsPolicy) allowOrigin(r *http.Request) []string {
+	origin := r.Header["Origin"]
+	if len(origin) != 1 {
+		return nil
+	}
+	if c.any {
+		return anyOrigin
+	}
+	if c.origins[origin[0]] {
+		return origin
+	}
+	return nil
+}
+
+// handler wraps next so that its answers to allowed origins carry
+// Access-Control-Allow-Origin, and, but for preflights, the headers
+// scripts may read.
+func (c *corsPolicy) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		if !c.any {
+			// The answer depends on the Origin header: a cache must not
+			// hand one origin's answer to another.
+			hdr.Add("Vary", originVary)
+		}
+		if allow := c.allowOrigin(r); allow != nil {
+			hdr["Access-Control-Allow-Origin"] = allow
+			if !isPreflight(r) {
+				hdr["Access-Control-Expose-Headers"] = corsExpose
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// preflight adds to hdr, which already holds the path's Allow, the headers
+// of an answer to a preflight from an allowed origin.
+func (c *corsPolicy) preflight(hdr http.Header, r *http.Request) {
+	if c.allowOrigin(r) == nil {
+		return
+	}
+	hdr["Access-Control-Allow-Methods"] = hdr["Allow"]
+	hdr["Access-Control-Allow-Headers"] = corsAllowHeaders
+	hdr["Access-Control-Max-Age"] = corsMaxAgeValue
+}
+
+// isPreflight reports whether r is a CORS preflight request.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && len(r.Header["Origin"]) > 0 &&
+		len(r.Header["Access-Control-Request-Method"]) > 0
+}

@@ -1,0 +1,135 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// corsHeaders are the response headers a CORS answer may carry.
+var corsHeaders = []string{
+	"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers",
+	"Access-Control-Max-Age", "Access-Control-Expose-Headers", "Access-Control-Allow-Credentials", "Vary",
+}
+
+func TestCORS(t *testing.T) {
+	const app = "https://app.example"
+	preflight := func(origin, method string) map[string]string {
+		return map[string]string{"Authorization": "", "Content-Type": "", "Origin": origin,
+			"Access-Control-Request-Method": method, "Access-Control-Request-Headers": "authorization, content-type"}
+	}
+	allowedActual := map[string]string{
+		"Access-Control-Allow-Origin":   app,
+		"Access-Control-Expose-Headers": "Link, X-Request-Id, WWW-Authenticate",
+		"Vary":                          "Origin",
+	}
+	tests := []struct {
+		name, method, path string
+		origins            []string // given to WithCORS, one call each
+		headers            map[string]string
+		body               string
+		wantStatus         int
+		wantCode           int               // the Error's code, for a failure
+		want               map[string]string // every CORS header of the answer
+		reason             string
+	}{
+		{name: "preflight for a create", method: "OPTIONS", path: "/plants", origins: []string{app},
+			headers: preflight(app, "POST"), wantStatus: 204,
+			want: map[string]string{
+				"Access-Control-Allow-Origin":  app,
+				"Access-Control-Allow-Methods": "GET, HEAD, OPTIONS, POST",
+				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
+				"Access-Control-Max-Age":       "3600",
+				"Vary":                         "Origin",
+			}, reason: "a preflight carries no token and needs none"},
+		{name: "preflight for a delete", method: "OPTIONS", path: "/plants/7", origins: []string{"https://other.example", app},
+			headers: preflight(app, "DELETE"), wantStatus: 204,
+			want: map[string]string{
+				"Access-Control-Allow-Origin":  app,
+				"Access-Control-Allow-Methods": "DELETE, GET, HEAD, OPTIONS",
+				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
+				"Access-Control-Max-Age":       "3600",
+				"Vary":                         "Origin",
+			}},
+		{name: "preflight from another origin", method: "OPTIONS", path: "/plants", origins: []string{app},
+			headers: preflight("https://evil.example", "POST"), wantStatus: 204,
+			want: map[string]string{"Vary": "Origin"}, reason: "an ordinary OPTIONS answer: the browser refuses the request"},
+		{name: "preflight from a look-alike origin", method: "OPTIONS", path: "/plants", origins: []string{app},
+			headers: preflight(app+":443", "POST"), wantStatus: 204,
+			want: map[string]string{"Vary": "Origin"}, reason: "origins match exactly"},
+		{name: "preflight to an unknown path", method: "OPTIONS", path: "/nowhere", origins: []string{app},
+			headers: preflight(app, "GET"), wantStatus: 404, wantCode: 404,
+			want: map[string]string{"Access-Control-Allow-Origin": app, "Vary": "Origin"}},
+		{name: "preflight with any origin allowed", method: "OPTIONS", path: "/plants", origins: []string{"*"},
+			headers: preflight("https://anyone.example", "POST"), wantStatus: 204,
+			want: map[string]string{
+				"Access-Control-Allow-Origin":  "*",
+				"Access-Control-Allow-Methods": "GET, HEAD, OPTIONS, POST",
+				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
+				"Access-Control-Max-Age":       "3600",
+			}, reason: "the answer is the same for every origin, so it does not vary"},
+		{name: "create", method: "POST", path: "/plants", origins: []string{app},
+			headers: map[string]string{"Origin": app}, body: `{"id":1,"name":"x"}`, wantStatus: 200, want: allowedActual},
+		{name: "create without a token", method: "POST", path: "/plants", origins: []string{app},
+			headers: map[string]string{"Origin": app, "Authorization": ""}, body: `{"id":2,"name":"x"}`,
+			wantStatus: 401, wantCode: 401, want: allowedActual,
+			reason: "CORS lets the script read the refusal, and bypasses nothing"},
+		{name: "list without a token", method: "GET", path: "/plants", origins: []string{app},
+			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
+		{name: "delete without a token", method: "DELETE", path: "/plants/1", origins: []string{app},
+			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
+		{name: "list", method: "GET", path: "/plants", origins: []string{app},
+			headers: map[string]string{"Origin": app}, wantStatus: 200, want: allowedActual},
+		{name: "health", method: "GET", path: "/healthz", origins: []string{app},
+			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 200, want: allowedActual},
+		{name: "list from another origin", method: "GET", path: "/plants", origins: []string{app},
+			headers: map[string]string{"Origin": "https://evil.example"}, wantStatus: 200,
+			want: map[string]string{"Vary": "Origin"}},
+		{name: "list without an origin", method: "GET", path: "/plants", origins: []string{app},
+			wantStatus: 200, want: map[string]string{"Vary": "Origin"}},
+		{name: "list with any origin allowed", method: "GET", path: "/plants", origins: []string{"*"},
+			headers: map[string]string{"Origin": "https://anyone.example"}, wantStatus: 200,
+			want: map[string]string{
+				"Access-Control-Allow-Origin":   "*",
+				"Access-Control-Expose-Headers": "Link, X-Request-Id, WWW-Authenticate",
+			}},
+		{name: "CORS not enabled", method: "GET", path: "/plants",
+			headers: map[string]string{"Origin": app}, wantStatus: 200, want: map[string]string{}},
+		{name: "preflight, CORS not enabled", method: "OPTIONS", path: "/plants",
+			headers: preflight(app, "POST"), wantStatus: 204, want: map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []httpapi.Option{httpapi.WithConventionalStatus()}
+			for _, o := range tt.origins {
+				opts = append(opts, httpapi.WithCORS(o))
+			}
+			e := newEnv(t, nil, opts...)
+			r := e.do(tt.method, tt.path, tt.headers, tt.body)
+			if tt.wantCode != 0 {
+				r.wantError(t, tt.wantStatus, tt.wantCode)
+			} else if r.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d (body %s)", r.status, tt.wantStatus, r.body)
+			}
+			got := map[string]string{}
+			for _, k := range corsHeaders {
+				if v := r.header.Values(k); len(v) > 0 {
+					got[k] = v[0]
+					if len(v) > 1 {
+						t.Errorf("%s sent %d times: %q", k, len(v), v)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CORS headers mismatch (-want +got):\n%s", diff)
+			}
+			if tt.method != "OPTIONS" && tt.wantCode == 401 {
+				if diff := cmp.Diff([]int64{}, e.storedIDs()); diff != "" {
+					t.Errorf("a request without a token changed the store (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}

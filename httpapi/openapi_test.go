@@ -1,0 +1,334 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// servedDocument returns the document h serves at path.
+func servedDocument(t *testing.T, h http.Handler, path string) []byte {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
+}
+
+func TestWithBaseURL(t *testing.T) {
+	tests := []struct {
+		name, base, want string
+	}{
+		{name: "default", base: "", want: "/"},
+		{name: "root", base: "/", want: "/"},
+		{name: "prefix", base: "/api", want: "/api"},
+		{name: "prefix with a slash", base: "/api/v1/", want: "/api/v1"},
+		{name: "absolute", base: "https://plants.example.com/api", want: "https://plants.example.com/api"},
+		{name: "needs escaping", base: `/a"b<c>`, want: `/a"b<c>`},
+	}
+	quiet := httpapi.WithLogger(slog.New(slog.DiscardHandler))
+	var want map[string]any
+	if err := json.Unmarshal(httpapi.OpenAPI(), &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []httpapi.Option{quiet}
+			if tt.base != "" {
+				opts = append(opts, httpapi.WithBaseURL(tt.base))
+			}
+			h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), opts...)
+			var got map[string]any
+			if err := json.Unmarshal(servedDocument(t, h, "/openapi.json"), &got); err != nil {
+				t.Fatalf("the served document does not parse: %v", err)
+			}
+			want["servers"] = []any{map[string]any{"url": tt.want}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("served document mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBaseURLUnderStripPrefix reads the document served under a prefix the
+// way a client generator does, and checks every answer against it at the
+// URLs it names.
+func TestBaseURLUnderStripPrefix(t *testing.T) {
+	ps := plantstore.New(plantstore.NewMemoryStorage())
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithBaseURL("/api"))))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	doc, err := openapi3.NewLoader().LoadFromData(servedDocument(t, mux, "/api/openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the served document is not valid: %v", err)
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := router.FindRoute(httptest.NewRequest("GET", "/plants", nil)); err == nil {
+		t.Error("the document served under /api routes /plants, which the mux does not serve")
+	}
+	e := &testEnv{t: t, url: srv.URL, ps: ps, logs: &syncBuffer{},
+		client: &http.Client{Transport: validatingTransport{t: t, router: router}}}
+	if r := e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/api/plants/1", nil, ``); r.status != 200 {
+		t.Errorf("read: %d %s", r.status, r.body)
+	}
+	e.do("GET", "/api/plants/2", nil, ``).wantError(t, 400, 404)
+	e.do("POST", "/api/plants", map[string]string{"Authorization": ""}, `{"id":2,"name":"x"}`).wantError(t, 400, 401)
+}
+
+// lintVersion is the oldest Node.js the pinned validators run on.
+var lintVersion = [2]int{20, 19}
+
+// lintTools installs the validators pinned in testdata/openapi-lint into
+// the user's cache directory, once for each version of the pins, and
+// returns where. It skips the test when npm or a recent enough Node.js is
+// missing, or when the install fails (the registry is unreachable), unless
+// PLANTSTORE_REQUIRE_OPENAPI_LINT is set, as CI sets it.
+func lintTools(t *testing.T) string {
+	t.Helper()
+	required := os.Getenv("PLANTSTORE_REQUIRE_OPENAPI_LINT") != ""
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if required {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+"; the document is checked by kin-openapi only", args...)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skip("npm is not installed, so swagger-parser and Redocly cannot be run")
+	}
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		skip("node does not run: %v", err)
+	}
+	if v := strings.TrimSpace(string(out)); !nodeAtLeast(v, lintVersion) {
+		skip("node %s is older than the v%d.%d the pinned validators need", v, lintVersion[0], lintVersion[1])
+	}
+
+	src := filepath.Join("testdata", "openapi-lint")
+	files := []string{"package.json", "package-lock.json", "validate.cjs"}
+	sum := sha256.New()
+	contents := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		contents[f] = b
+		sum.Write(b)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		skip("no cache directory to install the validators in: %v", err)
+	}
+	dir := filepath.Join(cache, "plantstore", "openapi-lint-"+hex.EncodeToString(sum.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
+		return dir
+	}
+
+	// Install next to dir and rename, so that a test process running at
+	// the same time never sees half an install.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		skip("cannot create the cache directory: %v", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	if err != nil {
+		skip("cannot create the cache directory: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	for f, b := range contents {
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		skip("npm ci of testdata/openapi-lint failed: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "node_modules")); serr != nil {
+			t.Fatalf("install the validators: %v", err)
+		}
+		// Another test process installed them first.
+	}
+	return dir
+}
+
+// nodeAtLeast reports whether the Node.js version v ("v20.19.2") is at
+// least min.
+func nodeAtLeast(v string, min [2]int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return major > min[0] || major == min[0] && minor >= min[1]
+}
+
+// TestOpenAPILint checks the document with two validators other than
+// kin-openapi: @apidevtools/swagger-parser, and Redocly's recommended
+// rules, where a warning fails too. Each tool runs once over every
+// document: starting Node.js is most of the time they take.
+func TestOpenAPILint(t *testing.T) {
+	tools := lintTools(t)
+	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+		httpapi.WithTokens(testToken), httpapi.WithBaseURL("https://api.plantstore.dev/v1/"))
+	tests := []struct {
+		name      string
+		doc       []byte
+		wantValid bool
+	}{
+		{name: "the document", doc: httpapi.OpenAPI(), wantValid: true},
+		{name: "served with a base URL", doc: servedDocument(t, h, "/openapi.json"), wantValid: true},
+		{name: "license without identifier", wantValid: false,
+			doc: bytes.Replace(httpapi.OpenAPI(), []byte(`"identifier": "MIT"`), []byte(`"x-identifier": "MIT"`), 1)},
+		{name: "a dangling reference", wantValid: false,
+			doc: bytes.Replace(httpapi.OpenAPI(), []byte(`#/components/schemas/Plant"`), []byte(`#/components/schemas/Plantt"`), 1)},
+	}
+	dir := t.TempDir()
+	var paths []string
+	for i, tt := range tests {
+		if !tt.wantValid && bytes.Equal(tt.doc, httpapi.OpenAPI()) {
+			t.Fatalf("%s: the broken document is not broken: the replacement did not match", tt.name)
+		}
+		path := filepath.Join(dir, strconv.Itoa(i)+".json")
+		if err := os.WriteFile(path, tt.doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	parsed := swaggerParser(ctx, t, tools, paths)
+	linted := redocly(ctx, t, tools, paths)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if valid := parsed[i] == ""; valid != tt.wantValid {
+				t.Errorf("swagger-parser: valid = %v, want %v: %s", valid, tt.wantValid, parsed[i])
+			}
+			if valid := len(linted[i]) == 0; valid != tt.wantValid {
+				t.Errorf("redocly lint --extends recommended: valid = %v, want %v; problems:\n%s",
+					valid, tt.wantValid, strings.Join(linted[i], "\n"))
+			}
+		})
+	}
+}
+
+// swaggerParser validates the documents at paths with swagger-parser and
+// returns, for each, why it is invalid, or "".
+func swaggerParser(ctx context.Context, t *testing.T, tools string, paths []string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(tools, "validate.cjs")}, paths...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run swagger-parser: %v\n%s", err, stderr.Bytes())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var why []string
+	for range paths {
+		var r struct {
+			Valid   bool
+			Message string
+		}
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("swagger-parser's report does not parse: %v\n%s", err, out)
+		}
+		if !r.Valid && r.Message == "" {
+			r.Message = "invalid, without a reason"
+		}
+		why = append(why, r.Message)
+	}
+	return why
+}
+
+// redocly lints the documents at paths with Redocly's recommended rules
+// and returns the problems of each, warnings included, one line each.
+func redocly(ctx context.Context, t *testing.T, tools string, paths []string) [][]string {
+	t.Helper()
+	args := append([]string{"lint", "--extends", "recommended", "--format", "json"}, paths...)
+	cmd := exec.CommandContext(ctx, filepath.Join(tools, "node_modules", ".bin", "redocly"), args...)
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
+		t.Fatalf("run redocly: %v", err)
+	}
+	// One report per document, one after the other.
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var all [][]string
+	for range paths {
+		var report struct {
+			Totals struct {
+				Errors, Warnings int
+			}
+			Problems []struct {
+				RuleID   string `json:"ruleId"`
+				Severity string
+				Message  string
+				Location []struct {
+					Pointer string
+				}
+			}
+		}
+		if jerr := dec.Decode(&report); jerr != nil {
+			t.Fatalf("redocly's report does not parse (%v; exit: %v):\n%s\n%s", jerr, err, out, stderr.Bytes())
+		}
+		var problems []string
+		for _, p := range report.Problems {
+			where := ""
+			if len(p.Location) > 0 {
+				where = p.Location[0].Pointer
+			}
+			problems = append(problems, p.Severity+" "+p.RuleID+" at "+where+": "+p.Message)
+		}
+		if len(problems) == 0 && report.Totals.Errors+report.Totals.Warnings > 0 {
+			t.Fatalf("redocly counts %d errors and %d warnings but lists none:\n%s",
+				report.Totals.Errors, report.Totals.Warnings, out)
+		}
+		all = append(all, problems)
+	}
+	return all
+}
