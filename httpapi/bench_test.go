@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 )
@@ -203,9 +205,11 @@ func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // BenchmarkCreate creates a new plant per op, without (log=off) and with
 // (log=on) an access log formatted as JSON and thrown away, in stores that
 // start over every 4096 plants or, to show what a larger live heap costs
-// the harness's garbage collection, every 65536.
+// the harness's garbage collection, every 65536. The metrics=on cases add
+// [httpapi.WithMetrics], its registry never gathered.
 func BenchmarkCreate(b *testing.B) {
 	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
+	metrics := []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}
 	for _, tt := range []struct {
 		name     string
 		size     int
@@ -215,6 +219,8 @@ func BenchmarkCreate(b *testing.B) {
 		{"store=4k/log=off", 1 << 12, false, nil},
 		{"store=4k/log=off/tag=none", 1 << 12, true, nil},
 		{"store=4k/log=on", 1 << 12, false, accessLog},
+		{"store=4k/log=off/metrics=on", 1 << 12, false, metrics},
+		{"store=4k/log=on/metrics=on", 1 << 12, false, append(metrics, accessLog...)},
 		{"store=64k/log=off", 1 << 16, false, nil},
 		{"store=grow/log=off", 0, false, nil},
 	} {

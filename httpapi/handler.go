@@ -75,10 +75,14 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	r.GET("/readyz", h.readyz)
 	h.router = r
 
+	var served http.Handler = r
 	if h.accessLog != nil {
-		return http.HandlerFunc(h.serveLogged)
+		served = http.HandlerFunc(h.serveLogged)
 	}
-	return r
+	if h.metrics != nil {
+		served = newHTTPMetrics(h.metrics).measured(served)
+	}
+	return served
 }
 
 // recovered answers a request whose handler panicked, and logs the panic

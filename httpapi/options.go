@@ -1,6 +1,10 @@
 package httpapi
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // DefaultMaxBodyBytes is the largest request body the handler reads unless
 // [WithMaxBodyBytes] says otherwise.
@@ -16,6 +20,7 @@ type config struct {
 	maxBody      int64
 	logger       *slog.Logger
 	accessLog    *slog.Logger
+	metrics      prometheus.Registerer
 }
 
 // WithAuthenticator makes the handler accept the bearer tokens a accepts.
