@@ -46,6 +46,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 )
 
@@ -79,8 +81,9 @@ const maxBatch = 256
 type Option func(*config)
 
 type config struct {
-	group  bool
-	outbox bool
+	group   bool
+	outbox  bool
+	metrics prometheus.Registerer
 }
 
 // WithoutGroupCommit makes every Create its own transaction, run on the
@@ -109,6 +112,7 @@ type Store struct {
 	dialect Dialect
 	cfg     config
 	q       queries
+	m       *storeMetrics // nil without WithMetrics
 
 	// writeSem serialises this process's SQLite writers, so that they
 	// queue here instead of polling the file lock. It is nil on PostgreSQL,
@@ -153,6 +157,13 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	for _, o := range opts {
 		o(&s.cfg)
 	}
+	if s.cfg.metrics != nil {
+		m, err := newStoreMetrics(s.cfg.metrics, s.cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.m = m
+	}
 	if dialect == SQLite {
 		s.writeSem = make(chan struct{}, 1)
 	}
@@ -182,7 +193,8 @@ func (s *Store) Close() error {
 
 // Ping implements [plantstore.Pinger]: it returns nil when the database
 // answers, or an error wrapping [plantstore.ErrUnavailable].
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.m.done(opPing, s.m.start(), &err)
 	if err := s.db.PingContext(ctx); err != nil {
 		return failure(ctx, "ping", err)
 	}
@@ -190,12 +202,13 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Plant implements [plantstore.Storage.Plant].
-func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
+func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err error) {
+	defer s.m.done(opRead, s.m.start(), &err)
 	var (
 		name string
 		tag  sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, s.q.plant, id).Scan(&name, &tag)
+	err = s.db.QueryRowContext(ctx, s.q.plant, id).Scan(&name, &tag)
 	if errors.Is(err, sql.ErrNoRows) {
 		return plantstore.Plant{}, plantstore.ErrNotFound
 	}
@@ -207,7 +220,8 @@ func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
 
 // List implements [plantstore.Storage.List]. It reads limit rows of the
 // primary key index from from on.
-func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
+func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore.Plant, err error) {
+	defer s.m.done(opList, s.m.start(), &err)
 	rows, err := s.db.QueryContext(ctx, s.q.list, from, limit)
 	if err != nil {
 		return nil, failure(ctx, "list plants", err)
@@ -232,7 +246,8 @@ func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 }
 
 // Delete implements [plantstore.Storage.Delete].
-func (s *Store) Delete(ctx context.Context, id int64) error {
+func (s *Store) Delete(ctx context.Context, id int64) (err error) {
+	defer s.m.done(opDelete, s.m.start(), &err)
 	if err := s.lockWrites(ctx); err != nil {
 		return err
 	}
