@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
@@ -13,15 +15,15 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-func openSQLite(ctx context.Context, path string, outbox bool) (plantstore.Storage, func(), error) {
+func openSQLite(ctx context.Context, path string, outbox bool, reg prometheus.Registerer) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)
 	}
-	return openSQL(ctx, db, sqlstore.SQLite, outbox, "SQLite file "+path)
+	return openSQL(ctx, db, sqlstore.SQLite, outbox, reg, "SQLite file "+path)
 }
 
-func openPostgres(ctx context.Context, dsn string, outbox bool) (plantstore.Storage, func(), error) {
+func openPostgres(ctx context.Context, dsn string, outbox bool, reg prometheus.Registerer) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
@@ -29,11 +31,11 @@ func openPostgres(ctx context.Context, dsn string, outbox bool) (plantstore.Stor
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return openSQL(ctx, db, sqlstore.Postgres, outbox, "PostgreSQL "+redactDSN(dsn))
+	return openSQL(ctx, db, sqlstore.Postgres, outbox, reg, "PostgreSQL "+redactDSN(dsn))
 }
 
-func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, outbox bool, what string) (plantstore.Storage, func(), error) {
-	var opts []sqlstore.Option
+func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, outbox bool, reg prometheus.Registerer, what string) (plantstore.Storage, func(), error) {
+	opts := []sqlstore.Option{sqlstore.WithMetrics(reg)}
 	if outbox {
 		opts = append(opts, sqlstore.WithOutbox())
 	}

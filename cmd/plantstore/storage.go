@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 )
 
@@ -37,17 +39,17 @@ func parseDB(db string) (storageKind, string, error) {
 
 // openStorage opens the storage -db names, which parseFlags has checked.
 // outbox asks durable storage to record plant-added events with each
-// plant, for webhooks.
-func openStorage(ctx context.Context, db string, outbox bool) (plantstore.Storage, func(), error) {
+// plant, for webhooks. Durable storage registers its metrics with reg.
+func openStorage(ctx context.Context, db string, outbox bool, reg prometheus.Registerer) (plantstore.Storage, func(), error) {
 	kind, where, err := parseDB(db)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch kind {
 	case postgresStorage:
-		return openPostgres(ctx, where, outbox)
+		return openPostgres(ctx, where, outbox, reg)
 	case sqliteStorage:
-		return openSQLite(ctx, where, outbox)
+		return openSQLite(ctx, where, outbox, reg)
 	}
 	return plantstore.NewMemoryStorage(), func() {}, nil
 }
