@@ -115,9 +115,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if h.conventional {
 		status = code
 	}
-	// With both an access log and metrics, w is the access log's recorder
-	// around the metrics' one: both need the code.
-	for rec, ok := w.(*accessRecorder); ok; rec, ok = rec.ResponseWriter.(*accessRecorder) {
+	if rec, ok := w.(*accessRecorder); ok {
 		rec.code = code
 	}
 	buf := bufPool.Get().(*buffer)

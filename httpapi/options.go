@@ -20,7 +20,7 @@ type config struct {
 	maxBody      int64
 	logger       *slog.Logger
 	accessLog    *slog.Logger
-	metrics      prometheus.Registerer
+	registerer   prometheus.Registerer
 }
 
 // WithAuthenticator makes the handler accept the bearer tokens a accepts.
