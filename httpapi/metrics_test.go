@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -198,37 +197,3 @@ func ExampleWithMetrics() {
 	// Output:
 	// plantstore_http_requests_total{error="404",method="GET",route="/plants/{id}"} 1
 }
-
-// BenchmarkMetrics times what WithMetrics adds to a request, on its own and
-// beside an access log, around the cheapest route, GET /healthz, answered
-// into a writer that throws it away.
-func BenchmarkMetrics(b *testing.B) {
-	req := httptest.NewRequest("GET", "/healthz", nil)
-	w := discardWriter{http.Header{}}
-	accessLog := httpapi.WithAccessLog(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for _, tt := range []struct {
-		name string
-		opts []httpapi.Option
-	}{
-		{"log=off/metrics=off", nil},
-		{"log=off/metrics=on", []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}},
-		{"log=on/metrics=off", []httpapi.Option{accessLog}},
-		{"log=on/metrics=on", []httpapi.Option{accessLog, httpapi.WithMetrics(prometheus.NewRegistry())}},
-	} {
-		b.Run(tt.name, func(b *testing.B) {
-			h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
-				append([]httpapi.Option{httpapi.InsecureWithoutAuthentication()}, tt.opts...)...)
-			b.ReportAllocs()
-			for b.Loop() {
-				h.ServeHTTP(w, req)
-			}
-		})
-	}
-}
-
-// discardWriter is an http.ResponseWriter that throws away what it is given.
-type discardWriter struct{ h http.Header }
-
-func (w discardWriter) Header() http.Header         { return w.h }
-func (w discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w discardWriter) WriteHeader(int)             {}

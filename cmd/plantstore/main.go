@@ -95,6 +95,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 {
 		return o, errors.New("-read-header-timeout, -read-timeout and -write-timeout must be positive")
 	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return o, fmt.Errorf("-metrics-addr: %w", err)
+		}
+	}
 	return o, nil
 }
 

@@ -146,6 +146,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"webhook without secret", []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
 		{"webhook without secret, SQLite", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
 		{"negative shutdown timeout", []string{"-db", "memory", "-shutdown-timeout", "-5s"}, "-shutdown-timeout"},
+		{"metrics address without a port", []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, "-metrics-addr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
