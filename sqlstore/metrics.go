@@ -33,7 +33,7 @@ import (
 // apart, give each reg wrapped with [prometheus.WrapRegistererWith] and a
 // label of its own. Nothing is registered anywhere else.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(c *config) { c.metrics = reg }
+	return func(c *config) { c.registerer = reg }
 }
 
 // An op is a Store operation, as a metric label.

@@ -81,9 +81,9 @@ const maxBatch = 256
 type Option func(*config)
 
 type config struct {
-	group   bool
-	outbox  bool
-	metrics prometheus.Registerer
+	group      bool
+	outbox     bool
+	registerer prometheus.Registerer
 }
 
 // WithoutGroupCommit makes every Create its own transaction, run on the
@@ -157,8 +157,8 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	for _, o := range opts {
 		o(&s.cfg)
 	}
-	if s.cfg.metrics != nil {
-		m, err := newStoreMetrics(s.cfg.metrics, s.cfg)
+	if s.cfg.registerer != nil {
+		m, err := newStoreMetrics(s.cfg.registerer, s.cfg)
 		if err != nil {
 			return nil, err
 		}
