@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 )
@@ -203,9 +205,11 @@ func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // BenchmarkCreate creates a new plant per op, without (log=off) and with
 // (log=on) an access log formatted as JSON and thrown away, in stores that
 // start over every 4096 plants or, to show what a larger live heap costs
-// the harness's garbage collection, every 65536.
+// the harness's garbage collection, every 65536. The metrics=on cases add
+// [httpapi.WithMetrics], its registry never gathered.
 func BenchmarkCreate(b *testing.B) {
 	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
+	metrics := []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}
 	for _, tt := range []struct {
 		name     string
 		size     int
@@ -215,6 +219,8 @@ func BenchmarkCreate(b *testing.B) {
 		{"store=4k/log=off", 1 << 12, false, nil},
 		{"store=4k/log=off/tag=none", 1 << 12, true, nil},
 		{"store=4k/log=on", 1 << 12, false, accessLog},
+		{"store=4k/log=off/metrics=on", 1 << 12, false, metrics},
+		{"store=4k/log=on/metrics=on", 1 << 12, false, append(metrics, accessLog...)},
 		{"store=64k/log=off", 1 << 16, false, nil},
 		{"store=grow/log=off", 0, false, nil},
 	} {
@@ -260,3 +266,41 @@ func BenchmarkError(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMetrics times what WithMetrics adds to a request, on its own and
+// beside an access log, around the cheapest route, GET /healthz, answered
+// into a writer that throws it away.
+func BenchmarkMetrics(b *testing.B) {
+	req := httptest.NewRequest("GET", "/healthz", nil)
+	w := discardWriter{http.Header{}}
+	accessLog := httpapi.WithAccessLog(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, tt := range []struct {
+		name string
+		opts []httpapi.Option
+	}{
+		{"log=off/metrics=off", nil},
+		{"log=off/metrics=on", []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}},
+		{"log=on/metrics=off", []httpapi.Option{accessLog}},
+		{"log=on/metrics=on", []httpapi.Option{accessLog, httpapi.WithMetrics(prometheus.NewRegistry())}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+				append([]httpapi.Option{httpapi.InsecureWithoutAuthentication()}, tt.opts...)...)
+			b.ReportAllocs()
+			start, ok := processCPU()
+			for b.Loop() {
+				h.ServeHTTP(w, req)
+			}
+			if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
+				b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+// discardWriter is an http.ResponseWriter that throws away what it is given.
+type discardWriter struct{ h http.Header }
+
+func (w discardWriter) Header() http.Header         { return w.h }
+func (w discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w discardWriter) WriteHeader(int)             {}

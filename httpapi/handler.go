@@ -39,6 +39,7 @@ type handler struct {
 	// WithBaseURL.
 	document       []byte
 	documentLength []string
+	metrics        *httpMetrics // nil without WithMetrics
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
@@ -85,8 +86,11 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	get(r, "/readyz", h.readyz)
 	h.router = r
 
+	if h.registerer != nil {
+		h.metrics = newHTTPMetrics(h.registerer)
+	}
 	var root http.Handler = r
-	if h.accessLog != nil {
+	if h.accessLog != nil || h.metrics != nil {
 		root = http.HandlerFunc(h.serveLogged)
 	}
 	if h.cors != nil {
@@ -418,23 +422,28 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	rec := recorderPool.Get().(*accessRecorder)
 	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
-		h.logAccess(r, rec, start)
+		end := h.logAccess(r, rec, start)
+		h.metrics.observe(r, rec.code, start, end)
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
 	h.router.ServeHTTP(rec, r)
 }
 
-// logAccess writes the access line of a request that started at start.
-// It hands the record to the logger's handler itself: that reads the clock
-// once for both the line's time and the duration, and skips the caller
-// lookup that Logger.LogAttrs makes for a source position the line does
-// not need.
-func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) {
+// logAccess writes the access line of a request that started at start,
+// and returns the time it read as the request's end, or the zero time
+// when it wrote no line. It hands the record to the logger's handler
+// itself: that reads the clock once for both the line's time and the
+// duration, and skips the caller lookup that Logger.LogAttrs makes for a
+// source position the line does not need.
+func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) time.Time {
+	if h.accessLog == nil {
+		return time.Time{}
+	}
 	ctx := r.Context()
 	lh := h.accessLog.Handler()
 	if !lh.Enabled(ctx, slog.LevelInfo) {
-		return
+		return time.Time{}
 	}
 	end := time.Now()
 	line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
@@ -452,4 +461,5 @@ func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Tim
 	line.AddAttrs(attrs[:n]...)
 	// As with Logger.LogAttrs, a line the handler fails to write is lost.
 	_ = lh.Handle(ctx, line)
+	return end
 }

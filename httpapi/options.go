@@ -1,6 +1,10 @@
 package httpapi
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // DefaultMaxBodyBytes is the largest request body the handler reads unless
 // [WithMaxBodyBytes] says otherwise.
@@ -18,6 +22,7 @@ type config struct {
 	accessLog    *slog.Logger
 	cors         *corsPolicy
 	baseURL      string
+	registerer   prometheus.Registerer
 }
 
 // WithAuthenticator makes the handler serve the requests a accepts, and

@@ -38,7 +38,8 @@ type createReq struct {
 // may or may not be stored; [plantstore.ErrUnavailable] when the database
 // cannot be reached, when the batch failed as a whole before committing, or
 // after [Store.Close]; the context's error; any other failure, wrapped.
-func (s *Store) Create(ctx context.Context, p plantstore.Plant) error {
+func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
+	defer s.m.done(opCreate, s.m.start(), &err)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlstore: create plant: %w", err)
 	}
@@ -93,6 +94,7 @@ func (s *Store) commitLoop() {
 				break fill
 			}
 		}
+		s.m.batched(len(batch))
 		s.commitBatch(batch)
 		clear(batch)
 		batch = batch[:0]

@@ -14,7 +14,8 @@ import (
 //
 // Errors: [plantstore.ErrUnavailable], the context's error, or another
 // failure, wrapped.
-func (s *Store) PendingEvents(ctx context.Context, after int64, limit int) ([]plantstore.Event, error) {
+func (s *Store) PendingEvents(ctx context.Context, after int64, limit int) (_ []plantstore.Event, err error) {
+	defer s.m.done(opReadEvents, s.m.start(), &err)
 	if limit <= 0 {
 		return []plantstore.Event{}, nil
 	}
@@ -48,7 +49,8 @@ func (s *Store) PendingEvents(ctx context.Context, after int64, limit int) ([]pl
 //
 // Errors: [plantstore.ErrUnavailable], the context's error, or another
 // failure, wrapped.
-func (s *Store) DeleteEvent(ctx context.Context, seq int64) error {
+func (s *Store) DeleteEvent(ctx context.Context, seq int64) (err error) {
+	defer s.m.done(opDeleteEvent, s.m.start(), &err)
 	if err := s.lockWrites(ctx); err != nil {
 		return err
 	}

@@ -48,6 +48,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 )
 
@@ -87,7 +89,8 @@ type Option func(*config)
 type config struct {
 	group   bool
 	outbox  bool
-	timeout time.Duration
+	timeout    time.Duration
+	registerer prometheus.Registerer
 }
 
 // WithTimeout bounds how long each call waits for the database, from the
@@ -133,6 +136,7 @@ type Store struct {
 	dialect Dialect
 	cfg     config
 	q       queries
+	m       *storeMetrics // nil without WithMetrics
 
 	// writeSem serialises this process's SQLite writers, so that they
 	// queue here instead of polling the file lock. It is nil on PostgreSQL,
@@ -177,6 +181,13 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	for _, o := range opts {
 		o(&s.cfg)
 	}
+	if s.cfg.registerer != nil {
+		m, err := newStoreMetrics(s.cfg.registerer, s.cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.m = m
+	}
 	if dialect == SQLite {
 		s.writeSem = make(chan struct{}, 1)
 	}
@@ -206,7 +217,8 @@ func (s *Store) Close() error {
 
 // Ping implements [plantstore.Pinger]: it returns nil when the database
 // answers, or an error wrapping [plantstore.ErrUnavailable].
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.m.done(opPing, s.m.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.db.PingContext(dctx); err != nil {
@@ -216,14 +228,15 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Plant implements [plantstore.Storage.Plant].
-func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
+func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err error) {
+	defer s.m.done(opRead, s.m.start(), &err)
 	var (
 		name string
 		tag  sql.NullString
 	)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
-	err := s.db.QueryRowContext(dctx, s.q.plant, id).Scan(&name, &tag)
+	err = s.db.QueryRowContext(dctx, s.q.plant, id).Scan(&name, &tag)
 	if errors.Is(err, sql.ErrNoRows) {
 		return plantstore.Plant{}, plantstore.ErrNotFound
 	}
@@ -235,7 +248,8 @@ func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
 
 // List implements [plantstore.Storage.List]. It reads limit rows of the
 // primary key index from from on.
-func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
+func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore.Plant, err error) {
+	defer s.m.done(opList, s.m.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	rows, err := s.db.QueryContext(dctx, s.q.list, from, limit)
@@ -264,7 +278,8 @@ func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 // Delete implements [plantstore.Storage.Delete]. It returns an error
 // wrapping [plantstore.ErrOutcomeUnknown] when the connection was lost
 // while its COMMIT was in flight.
-func (s *Store) Delete(ctx context.Context, id int64) error {
+func (s *Store) Delete(ctx context.Context, id int64) (err error) {
+	defer s.m.done(opDelete, s.m.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.lockWrites(dctx); err != nil {

@@ -57,6 +57,8 @@ type options struct {
 	// dbTimeout bounds how long a request waits for the database.
 	dbTimeout   time.Duration
 	corsOrigins []string
+	// metricsAddr, when set, moves /metrics off the main listener.
+	metricsAddr string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -86,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,6 +106,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 || o.dbTimeout <= 0 {
 		return o, errors.New("-read-header-timeout, -read-timeout, -write-timeout and -db-timeout must be positive")
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return o, fmt.Errorf("-metrics-addr: %w", err)
+		}
 	}
 	return o, nil
 }
@@ -132,14 +140,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	storage, closeStorage, err := openStorage(ctx, o.db, len(o.webhooks) > 0, o.dbTimeout)
+	reg := newRegistry()
+	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
+	if len(o.webhooks) > 0 {
+		sopts = append(sopts, sqlstore.WithOutbox())
+	}
+	storage, closeStorage, err := openStorage(ctx, o.db, sopts...)
 	if err != nil {
 		return err
 	}
 	defer closeStorage()
 
 	var psOpts []plantstore.Option
-	stopWebhooks, err := startWebhooks(ctx, o, secret, storage, &psOpts, logger)
+	stopWebhooks, err := startWebhooks(ctx, o, secret, storage, &psOpts, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -161,6 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithTokens(tokens...),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
+		httpapi.WithMetrics(reg),
 	}
 	if logger.Enabled(ctx, slog.LevelInfo) {
 		hopts = append(hopts, httpapi.WithAccessLog(logger))
@@ -171,11 +185,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(o.corsOrigins) > 0 {
 		hopts = append(hopts, httpapi.WithCORS(o.corsOrigins...))
 	}
+	handler := httpapi.New(ps, hopts...)
+	if o.metricsAddr == "" {
+		handler = withMetricsPath(handler, metricsHandler(reg))
+	}
 	// With the two read timeouts equal, as by default, net/http sets one
 	// read deadline per request instead of two. Writes are bounded by the
 	// stallListener below rather than by WriteTimeout.
 	srv := &http.Server{
-		Handler:           httpapi.New(ps, hopts...),
+		Handler:           handler,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
 		IdleTimeout:       120 * time.Second,
@@ -183,18 +201,46 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
+	serveErr := make(chan error, 2)
+	var metricsSrv *http.Server
+	if o.metricsAddr != "" {
+		mln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(metricsPath, metricsHandler(reg))
+		metricsSrv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: o.readHeaderTimeout,
+			ReadTimeout:       o.readTimeout,
+			WriteTimeout:      o.writeTimeout,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          srv.ErrorLog,
+		}
+		fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", mln.Addr(), metricsPath)
+		go func() { serveErr <- metricsSrv.Serve(mln) }()
+	}
+
 	tcp, err := net.Listen("tcp", o.addr)
 	if err != nil {
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
 		return err
 	}
 	ln := stallListener{Listener: tcp, stall: o.writeTimeout}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	logger.Info("plantstore started", "addr", ln.Addr().String(), "db", redactDSN(o.db))
 
-	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
 	case err := <-serveErr:
+		srv.Close()
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
@@ -202,6 +248,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
+	if metricsSrv != nil {
+		// Scrapes are short; the API's requests are the ones to drain.
+		metricsSrv.Close()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 		return fmt.Errorf("shutdown: %w", err)

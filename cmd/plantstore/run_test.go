@@ -147,6 +147,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"webhook without secret, SQLite", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
 		{"negative shutdown timeout", []string{"-db", "memory", "-shutdown-timeout", "-5s"}, "-shutdown-timeout"},
 		{"CORS origin with a path", []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, `as "https://app.example.com"`},
+		{"metrics address without a port", []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, "-metrics-addr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,15 +13,15 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-func openSQLite(ctx context.Context, path string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
+func openSQLite(ctx context.Context, path string, opts []sqlstore.Option) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)
 	}
-	return openSQL(ctx, db, sqlstore.SQLite, outbox, timeout, "SQLite file "+path)
+	return openSQL(ctx, db, sqlstore.SQLite, opts, "SQLite file "+path)
 }
 
-func openPostgres(ctx context.Context, dsn string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
+func openPostgres(ctx context.Context, dsn string, opts []sqlstore.Option) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
@@ -29,14 +29,10 @@ func openPostgres(ctx context.Context, dsn string, outbox bool, timeout time.Dur
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return openSQL(ctx, db, sqlstore.Postgres, outbox, timeout, "PostgreSQL "+redactDSN(dsn))
+	return openSQL(ctx, db, sqlstore.Postgres, opts, "PostgreSQL "+redactDSN(dsn))
 }
 
-func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, outbox bool, timeout time.Duration, what string) (plantstore.Storage, func(), error) {
-	opts := []sqlstore.Option{sqlstore.WithTimeout(timeout)}
-	if outbox {
-		opts = append(opts, sqlstore.WithOutbox())
-	}
+func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, opts []sqlstore.Option, what string) (plantstore.Storage, func(), error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := sqlstore.Open(octx, db, d, opts...)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
 const dbForms = `want "memory", a SQLite file path ending in .db, .sqlite or .sqlite3 (or sqlite:PATH), or a postgres:// or postgresql:// URL`
@@ -37,18 +37,17 @@ func parseDB(db string) (storageKind, string, error) {
 }
 
 // openStorage opens the storage -db names, which parseFlags has checked.
-// outbox asks durable storage to record plant-added events with each
-// plant, for webhooks; timeout bounds each call to a database.
-func openStorage(ctx context.Context, db string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
+// opts configure durable storage.
+func openStorage(ctx context.Context, db string, opts ...sqlstore.Option) (plantstore.Storage, func(), error) {
 	kind, where, err := parseDB(db)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch kind {
 	case postgresStorage:
-		return openPostgres(ctx, where, outbox, timeout)
+		return openPostgres(ctx, where, opts)
 	case sqliteStorage:
-		return openSQLite(ctx, where, outbox, timeout)
+		return openSQLite(ctx, where, opts)
 	}
 	return plantstore.NewMemoryStorage(), func() {}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -38,8 +40,9 @@ func webhookSecret(o options, getenv func(string) string) (string, error) {
 // when -webhook names subscribers. Durable storage records each event in
 // the plant's own transaction; memory storage keeps pending deliveries in
 // memory. It adds to psOpts what the PlantStore needs, and returns a
-// function that stops delivery.
-func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
+// function that stops delivery. reg is the binary's registry, for the
+// delivery metrics.
+func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
 	if len(o.webhooks) == 0 {
 		return func() {}, nil
 	}
@@ -53,6 +56,9 @@ func startWebhooks(ctx context.Context, o options, secret string, storage plants
 		Subscribers: o.webhooks,
 		Secret:      []byte(secret),
 		Logger:      logger,
+		// Delivery metrics (deliveries, failures, abandoned, outbox
+		// depth) register with reg through webhook.Config's Registerer:
+		// Registerer: reg,
 	})
 	if err != nil {
 		return nil, err

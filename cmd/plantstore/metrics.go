@@ -1,0 +1,75 @@
+package main
+
+import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metricsPath is where the binary serves its metrics, in the Prometheus
+// text format, without a token.
+const metricsPath = "/metrics"
+
+// newRegistry returns the binary's own registry, holding its build
+// information and the Go runtime's and the process's collectors. The
+// library's collectors join it through the options given to httpapi and
+// sqlstore; nothing is registered with prometheus.DefaultRegisterer.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "plantstore_build_info",
+		Help:        "Always 1; the labels say which build of plantstore is running.",
+		ConstLabels: buildLabels(),
+	})
+	build.Set(1)
+	reg.MustRegister(
+		build,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// buildLabels reads the binary's version and VCS revision from the build
+// information Go embeds. A binary built from a work tree has version
+// "(devel)"; one built without VCS stamping (-buildvcs=false) has revision
+// "unknown".
+func buildLabels() prometheus.Labels {
+	l := prometheus.Labels{"version": "unknown", "revision": "unknown", "goversion": runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return l
+	}
+	if bi.Main.Version != "" {
+		l["version"] = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && s.Value != "" {
+			l["revision"] = s.Value
+		}
+	}
+	return l
+}
+
+// metricsHandler serves reg's metrics.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// withMetricsPath serves metrics at metricsPath and passes every other
+// request to api. It compares the path itself rather than going through
+// an http.ServeMux, which would clean and redirect paths the API answers
+// on its own.
+func withMetricsPath(api, metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == metricsPath {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape fetches url without a token and parses it as the Prometheus text
+// format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s = %d %s, want 200", url, resp.StatusCode, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("GET %s: Content-Type %q, want the text format", url, ct)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return mfs
+}
+
+// find returns the series of family name whose labels include labels.
+func find(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
+	mf, ok := mfs[name]
+	if !ok {
+		t.Errorf("no family %s", name)
+		return nil
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range labels {
+			if hv, ok := have[k]; !ok || hv != v {
+				continue next
+			}
+		}
+		return m
+	}
+	t.Errorf("no series %s%v", name, labels)
+	return nil
+}
+
+// TestMetricsEndpoint starts the binary's run on a SQLite file, sends a
+// create, a conflicting one and one with a wrong token, and reads the
+// series they made from /metrics: on the main listener by default, and on
+// its own listener with -metrics-addr, the main one then answering 404.
+func TestMetricsEndpoint(t *testing.T) {
+	for _, separate := range []bool{false, true} {
+		name := "main listener"
+		if separate {
+			name = "metrics-addr"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db")}
+			if separate {
+				args = append(args, "-metrics-addr", "127.0.0.1:0")
+			}
+			url, stdout, _, _ := startRun(t, args, map[string]string{"PLANTSTORE_TOKENS": "tok"})
+			metricsURL := url + "/metrics"
+			if separate {
+				metricsURL = ""
+				for _, line := range strings.Split(stdout.String(), "\n") {
+					if u, ok := strings.CutPrefix(line, "serving metrics on "); ok {
+						metricsURL = u
+					}
+				}
+				if metricsURL == "" || strings.HasPrefix(metricsURL, url) {
+					t.Fatalf("no metrics listener of its own printed:\n%s", stdout)
+				}
+			}
+
+			if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); status != 200 {
+				t.Fatalf("create = %d %s, want 200", status, body)
+			}
+			if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); !strings.Contains(body, `"error":409`) {
+				t.Fatalf("conflicting create = %d %s, want error 409", status, body)
+			}
+			if status, body := post(t, url, "wrong", `{"id":2,"name":"Aloe"}`); !strings.Contains(body, `"error":401`) {
+				t.Fatalf("create with a wrong token = %d %s, want error 401", status, body)
+			}
+
+			mfs := scrape(t, metricsURL)
+			values := map[string]float64{}
+			counter := func(key, name string, labels map[string]string) {
+				t.Helper()
+				if m := find(t, mfs, name, labels); m != nil {
+					values[key] = m.GetCounter().GetValue()
+				}
+			}
+			histogram := func(key, name string, labels map[string]string) {
+				t.Helper()
+				if m := find(t, mfs, name, labels); m != nil {
+					values[key+" count"] = float64(m.GetHistogram().GetSampleCount())
+					values[key+" sum"] = m.GetHistogram().GetSampleSum()
+				}
+			}
+			postPlants := map[string]string{"route": "/plants", "method": "POST"}
+			counter("200", "plantstore_http_requests_total", map[string]string{"route": "/plants", "method": "POST", "error": ""})
+			counter("409", "plantstore_http_requests_total", map[string]string{"route": "/plants", "method": "POST", "error": "409"})
+			counter("401", "plantstore_http_requests_total", map[string]string{"route": "/plants", "method": "POST", "error": "401"})
+			histogram("http", "plantstore_http_request_duration_seconds", postPlants)
+			// The 401 never reached the storage; the 409 did, and is not
+			// a storage failure.
+			histogram("create", "plantstore_storage_operation_duration_seconds", map[string]string{"operation": "create"})
+			histogram("batch", "plantstore_storage_group_commit_batch_size", nil)
+			counter("create errors", "plantstore_storage_errors_total", map[string]string{"operation": "create", "kind": "other"})
+			if m := find(t, mfs, "plantstore_build_info", map[string]string{"goversion": runtime.Version()}); m != nil {
+				values["build"] = m.GetGauge().GetValue()
+				for _, l := range []string{"version", "revision"} {
+					if !strings.Contains(m.String(), `name:"`+l+`"`) {
+						t.Errorf("plantstore_build_info lacks the label %s: %v", l, m)
+					}
+				}
+			}
+			// The sums of durations vary; only their counts are compared.
+			delete(values, "http sum")
+			delete(values, "create sum")
+			want := map[string]float64{
+				"200": 1, "409": 1, "401": 1,
+				"http count": 3, "create count": 2, "create errors": 0,
+				"batch count": 2, "batch sum": 2,
+				"build": 1,
+			}
+			if diff := cmp.Diff(want, values); diff != "" {
+				t.Errorf("series after a 200, a 409 and a 401 (-want +got):\n%s", diff)
+			}
+			for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+				if _, ok := mfs[name]; !ok {
+					t.Errorf("no family %s", name)
+				}
+			}
+			for name := range mfs {
+				if strings.Contains(name, "plant") && !strings.HasPrefix(name, "plantstore_") {
+					t.Errorf("family %s lacks the plantstore_ prefix", name)
+				}
+			}
+
+			// A scrape on the main listener is not an API request, and with
+			// -metrics-addr the main listener has no /metrics.
+			resp, err := http.Get(url + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e struct{ Error int }
+			err = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if separate && (err != nil || e.Error != http.StatusNotFound) {
+				t.Errorf("GET /metrics on the main listener with -metrics-addr: error %d (%v), want 404", e.Error, err)
+			}
+			if !separate && resp.StatusCode != http.StatusOK {
+				t.Errorf("GET /metrics on the main listener = %d, want 200", resp.StatusCode)
+			}
+			mfs = scrape(t, metricsURL)
+			if m := find(t, mfs, "plantstore_http_request_duration_seconds", postPlants); m != nil && m.GetHistogram().GetSampleCount() != 3 {
+				t.Errorf("POST /plants requests = %d after scrapes, want still 3", m.GetHistogram().GetSampleCount())
+			}
+			if separate {
+				if m := find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "other", "error": "404"}); m != nil && m.GetCounter().GetValue() != 1 {
+					t.Errorf("requests to unknown paths = %v, want 1", m.GetCounter().GetValue())
+				}
+			}
+		})
+	}
+}

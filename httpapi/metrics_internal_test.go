@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/plantstore/plantstore"
+)
+
+// TestRouteOfMatchesRouter checks the metrics' route labels against what
+// they stand for: the paths of the OpenAPI document, and the router, which
+// must find a handler for a path exactly when routeOf names a route.
+func TestRouteOfMatchesRouter(t *testing.T) {
+	var doc struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	labelled := map[string]bool{}
+	for _, l := range routeLabels[routeOther+1:] {
+		labelled[l] = true
+	}
+	for path := range doc.Paths {
+		if !labelled[path] {
+			t.Errorf("the document's path %s has no route label", path)
+		}
+		delete(labelled, path)
+	}
+	for l := range labelled {
+		t.Errorf("route label %s is not a path of the document", l)
+	}
+
+	router, ok := New(plantstore.New(plantstore.NewMemoryStorage()),
+		WithLogger(slog.New(slog.DiscardHandler))).(*httprouter.Router)
+	if !ok {
+		t.Fatal("New without options did not return the router itself")
+	}
+	paths := []string{
+		"/", "", "/plants", "/plants/", "/plants/1", "/plants/-1", "/plants/abc", "/plants/1/",
+		"/plants/1/x", "/plants//", "/plants//1", "/plantsx", "/plant", "/PLANTS", "/plants.json",
+		"/openapi.json", "/openapi.json/", "/healthz", "/healthz/", "/readyz", "/readyzz", "//plants",
+		"/plants/%2F", "/plants/a%2Fb", "/plants/" + strings.Repeat("9", 40),
+	}
+	for p := range doc.Paths {
+		paths = append(paths, strings.ReplaceAll(p, "{id}", "7"))
+	}
+	for _, path := range paths {
+		routed := false
+		for _, m := range methodLabels {
+			if h, _, _ := router.Lookup(m, path); h != nil {
+				routed = true
+			}
+		}
+		route := routeOf(path)
+		if routed != (route != routeOther) {
+			t.Errorf("routeOf(%q) = %s, but the router finds a handler: %v", path, routeLabels[route], routed)
+		}
+	}
+}
+
+// TestCodeOfKnowsEveryCode checks that every Error code the handler answers
+// with has a label of its own, so that none takes the slow path.
+func TestCodeOfKnowsEveryCode(t *testing.T) {
+	for _, e := range []*apiError{errMissingToken, errMalformedAuth, errInvalidToken401, errNoAuthenticator,
+		errContentType, errContentEncoding, errNotFoundPath, errMethod, errInternal, errUnavailable,
+		errOutcome, errConflict, errPlantMissing, errBadID, errReadBody, errBodyTooLarge(1)} {
+		i := codeOf(e.code)
+		if i < 0 || codeLabels[i] != strconv.Itoa(e.code) {
+			t.Errorf("codeOf(%d) = %d, want the index of %q in %q", e.code, i, strconv.Itoa(e.code), codeLabels)
+		}
+	}
+	if i := codeOf(0); i != 0 || codeLabels[i] != "" {
+		t.Errorf("codeOf(0) = %d, want 0, labelled \"\"", i)
+	}
+}
