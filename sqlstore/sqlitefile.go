@@ -68,9 +68,14 @@ func PrepareSQLiteFile(ctx context.Context, driverName, path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: database file: %w", err)
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return fmt.Errorf("sqlstore: database file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return notPlantstoreError(path, fmt.Sprintf("it is not a regular file (mode %v)", fi.Mode()))
+	}
 	header := make([]byte, 100)
 	n, err := io.ReadFull(f, header)
-	f.Close()
 	switch {
 	case n == 0 && err == io.EOF:
 		// An empty file is a new database to SQLite. Its -wal and -shm
@@ -108,7 +113,7 @@ func PrepareSQLiteFile(ctx context.Context, driverName, path string) error {
 }
 
 // notPlantstoreError returns an error wrapping [ErrNotPlantstore] that says
-// why the database named what is not plantstore's.
+// why what, a file's path or "the database", is not plantstore's.
 func notPlantstoreError(what, why string) error {
 	return &wrapped{
 		msg: "sqlstore: " + what + " is not a plantstore database: " + why,

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // with no pragmas, as another application would, and closes it.
 func execSQLite(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open("sqlite", fileURI(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +60,16 @@ func execSQLite(t *testing.T, path string, stmts ...string) {
 	}
 }
 
+// fileURI returns the SQLite URI of the file at path.
+func fileURI(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath()
+}
+
 // applicationID reads the application_id of the SQLite file at path.
 func applicationID(t *testing.T, path string) uint32 {
 	t.Helper()
-	db := openDB(t, "sqlite", "file:"+path+"?mode=ro")
+	db := openDB(t, "sqlite", fileURI(path)+"?mode=ro")
 	var id int64
 	if err := db.QueryRow(`PRAGMA application_id`).Scan(&id); err != nil {
 		t.Fatal(err)
@@ -123,7 +130,11 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "plants.db")
+			dir := filepath.Join(t.TempDir(), "a dir?#%")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "plants.db")
 			tt.setup(t, path)
 			if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
 				t.Fatalf("PrepareSQLiteFile = %v, want nil (%s)", err, tt.reason)
@@ -174,7 +185,11 @@ var foreignFiles = []struct {
 func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
 	for _, ff := range foreignFiles {
 		t.Run(ff.name, func(t *testing.T) {
-			dir := t.TempDir()
+			// The directory's name needs escaping in a SQLite URI.
+			dir := filepath.Join(t.TempDir(), "a dir?#%")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			path := filepath.Join(dir, "plants.db")
 			ff.write(t, path)
 			before := snapshot(t, dir)
