@@ -65,8 +65,8 @@ func busy(err error) bool {
 
 // checkSettings returns an error wrapping ErrReadOnly when db cannot be
 // written, or ErrNotDurable when it would not make a commit durable. On
-// SQLite it can only look at one connection; the
-// DSN is what sets the others.
+// SQLite it can only look at one connection; the DSN is what sets the
+// others.
 func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
 	conn, err := connect(ctx, db)
 	if err != nil {
