@@ -21,6 +21,17 @@ var (
 	// version of this package, whose schema this one does not know.
 	ErrSchemaTooNew = errors.New("sqlstore: database schema is newer than this program")
 
+	// ErrNotPlantstore reports a SQLite database that holds another
+	// application's data, or a file that is not a SQLite database at all:
+	// plantstore refuses it rather than add its tables to it. See
+	// [PrepareSQLiteFile].
+	ErrNotPlantstore = errors.New("sqlstore: not a plantstore database")
+
+	// ErrReadOnly reports a database that this process can read but not
+	// write: a SQLite file it may not write, or a PostgreSQL session that
+	// is read-only (a standby, or default_transaction_read_only on).
+	ErrReadOnly = errors.New("sqlstore: database is read-only")
+
 	// errClosed is what Create returns once the Store is closed.
 	errClosed = fmt.Errorf("sqlstore: store closed: %w", plantstore.ErrUnavailable)
 )

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -21,12 +22,16 @@ func ExampleOpen() {
 	}
 	defer os.RemoveAll(dir)
 
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "plants.db")))
+	ctx := context.Background()
+	path := filepath.Join(dir, "plants.db")
+	if err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", path); err != nil {
+		log.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	ctx := context.Background()
 	s, err := sqlstore.Open(ctx, db, sqlstore.SQLite)
 	if err != nil {
 		log.Fatal(err)
@@ -40,6 +45,26 @@ func ExampleOpen() {
 	p, err := ps.Plant(ctx, 1)
 	fmt.Println(p.Name, p.HasTag, err)
 	// Output: Monstera false <nil>
+}
+
+func ExamplePrepareSQLiteFile() {
+	dir, err := os.MkdirTemp("", "plantstore")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	path := filepath.Join(dir, "notes.db")
+	if err := os.WriteFile(path, []byte("not a database\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	err = sqlstore.PrepareSQLiteFile(context.Background(), "sqlite", path)
+	fmt.Println(errors.Is(err, sqlstore.ErrNotPlantstore))
+	b, _ := os.ReadFile(path)
+	fmt.Printf("%q\n", b)
+	// Output:
+	// true
+	// "not a database\n"
 }
 
 func ExampleSQLiteDSN() {

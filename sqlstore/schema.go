@@ -63,15 +63,19 @@ func busy(err error) bool {
 	return ok && code == sqliteBusy
 }
 
-// checkSettings returns an error wrapping ErrNotDurable when db would not
-// make a commit durable. On SQLite it can only look at one connection; the
-// DSN is what sets the others.
+// checkSettings returns an error wrapping ErrReadOnly when db cannot be
+// written, or ErrNotDurable when it would not make a commit durable. On
+// SQLite it can only look at one connection; the DSN is what sets the
+// others.
 func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
 	conn, err := connect(ctx, db)
 	if err != nil {
 		return failure(ctx, "check settings", err)
 	}
 	defer conn.Close()
+	if err := checkWritable(ctx, conn, d); err != nil {
+		return err
+	}
 	show := func(query string) (string, error) {
 		var v string
 		if err := conn.QueryRowContext(ctx, query).Scan(&v); err != nil {
@@ -163,6 +167,9 @@ var migrations = []migration{
 			created_us BIGINT NOT NULL
 		)`},
 	},
+	{ // 3: mark a SQLite file as plantstore's; see PrepareSQLiteFile.
+		sqlite: []string{fmt.Sprintf(`PRAGMA application_id = %d`, ApplicationID)},
+	},
 }
 
 // migrateLockKey is the PostgreSQL advisory lock that serialises
@@ -213,6 +220,14 @@ func migrateLocked(ctx context.Context, conn *sql.Conn, d Dialect, ms []migratio
 			return failure(ctx, "migrate: "+op, err)
 		}
 		return nil
+	}
+	if d == SQLite {
+		// Another application's tables are not to be added to.
+		if why, err := notPlantstore(ctx, conn); err != nil {
+			return failure(ctx, "migrate: check owner", err)
+		} else if why != "" {
+			return notPlantstoreError("the database", why)
+		}
 	}
 	if err := exec("create schema_version", `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err

@@ -5,6 +5,7 @@
 // The caller opens the *sql.DB with a driver of its choice and keeps
 // ownership of it; this package imports no driver:
 //
+//	err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", "plants.db") // refuses others' files
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("plants.db")) // modernc.org/sqlite
 //	s, err := sqlstore.Open(ctx, db, sqlstore.SQLite)
 //	defer s.Close()
@@ -161,10 +162,17 @@ var (
 // current version changes nothing. Concurrent Opens of one database are
 // safe. The caller keeps ownership of db: [Store.Close] does not close it.
 //
-// Errors: [ErrNotDurable] when the database would not make a commit
-// durable; [ErrSchemaTooNew] when the database was migrated by a later
-// version of this package; an error wrapping [plantstore.ErrUnavailable]
-// when the database cannot be reached; any other failure, wrapped.
+// On SQLite, Open refuses a database that has tables but no plantstore
+// schema, or another application's ID, before it writes to it; the DSN has
+// switched the file to WAL by then, so call [PrepareSQLiteFile] before
+// sql.Open to leave such a file untouched.
+//
+// Errors: [ErrReadOnly] when this process cannot write to the database;
+// [ErrNotDurable] when the database would not make a commit durable;
+// [ErrNotPlantstore] when it holds another application's data;
+// [ErrSchemaTooNew] when the database was migrated by a later version of
+// this package; an error wrapping [plantstore.ErrUnavailable] when the
+// database cannot be reached; any other failure, wrapped.
 func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Store, error) {
 	if dialect != SQLite && dialect != Postgres {
 		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)

@@ -13,7 +13,14 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
+// openSQLite opens the SQLite file at path, which PrepareSQLiteFile checks
+// first: a file that is not plantstore's, or that this process cannot
+// write, is a configuration error, reported with the file's name and the
+// reason, and left as it was.
 func openSQLite(ctx context.Context, path string, opts []sqlstore.Option) (plantstore.Storage, func(), error) {
+	if err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", path); err != nil {
+		return nil, nil, err
+	}
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)

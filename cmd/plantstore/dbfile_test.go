@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/sqlstore"
+)
+
+// dirSnapshot returns the sha256 of every file in dir by name, so that a
+// test can tell that nothing was created, removed or changed there.
+func dirSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() {
+			sums[e.Name()] = "directory"
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		sums[e.Name()] = hex.EncodeToString(sum[:])
+	}
+	return sums
+}
+
+// writeSQLite runs stmts on a SQLite file at path through a connection
+// with no pragmas, as another application would.
+func writeSQLite(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// writePlantstoreDB makes path a plantstore database holding one plant,
+// as a stopped server leaves it.
+func writePlantstoreDB(t *testing.T, path string) {
+	t.Helper()
+	storage, closeStorage, err := openSQLite(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStorage()
+	if err := storage.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An outcome is how a run of the binary ended.
+type outcome struct {
+	listening bool // it printed its address, and was then killed
+	code      int  // its exit code, when it exited by itself
+	stderr    string
+}
+
+// runBinary runs the built binary with args, as user nobody when
+// asNobody, until it exits or prints its listening line.
+func runBinary(t *testing.T, asNobody bool, args ...string) outcome {
+	t.Helper()
+	argv := append([]string{binary(t), "-addr", "127.0.0.1:0", "-log-level", "warn"}, args...)
+	if asNobody {
+		argv = append([]string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"}, argv...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "listening on ") {
+			o.listening = true
+			cmd.Process.Kill()
+			break
+		}
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("plantstore %q neither exited nor listened within a minute:\n%s", args, stderr)
+	}
+	var exit *exec.ExitError
+	if !o.listening && errors.As(err, &exit) {
+		o.code = exit.ExitCode()
+	} else if !o.listening && err != nil {
+		t.Fatalf("plantstore %q: %v", args, err)
+	}
+	o.stderr = stderr.String()
+	return o
+}
+
+// nobodyDir returns a new directory that user nobody can reach, with mode
+// perm, and makes the built binary runnable by nobody. It skips t unless
+// the test runs as root with setpriv, user nobody and group nogroup.
+func nobodyDir(t *testing.T, perm os.FileMode) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING: starting the binary as another user needs root")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("SKIPPING: setpriv (util-linux) is not installed")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("SKIPPING: no user nobody")
+	}
+	if _, err := user.LookupGroup("nogroup"); err != nil {
+		t.Skip("SKIPPING: no group nogroup")
+	}
+	if err := os.Chmod(filepath.Dir(binary(t)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "plantstore-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(t *testing.T, path string)
+	}{
+		{"SQLite with its own plants table", func(t *testing.T, path string) {
+			writeSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
+				`INSERT INTO plants VALUES (1, 'fern')`)
+		}},
+		{"SQLite with customers", func(t *testing.T, path string) {
+			writeSQLite(t, path, `CREATE TABLE customers (a)`)
+		}},
+		{"text file", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("name,tag\nfern,green\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"binary file", func(t *testing.T, path string) {
+			b := make([]byte, 8192)
+			rand.Read(b)
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "p.db")
+			tt.write(t, path)
+			before := dirSnapshot(t, dir)
+
+			o := runBinary(t, false, "-db", path)
+			if o.listening || o.code != 1 {
+				t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
+			}
+			if !strings.Contains(o.stderr, path) {
+				t.Errorf("stderr does not name %s:\n%s", path, o.stderr)
+			}
+			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
+			}
+
+			// The same run in-process, for the error's identity.
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &lockedBuffer{}, &lockedBuffer{})
+			if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
+			}
+			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a refused run (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup prepares dir and returns the -db path. When nobody is
+		// set, dir has mode dirPerm and the binary runs as nobody.
+		setup   func(t *testing.T, dir string) string
+		nobody  bool
+		dirPerm os.FileMode
+		// wantErr is the operating system's reason: stderr must say it,
+		// and run's error must wrap it.
+		wantErr syscall.Errno
+	}{
+		{
+			name:    "missing directory",
+			setup:   func(t *testing.T, dir string) string { return filepath.Join(dir, "missing", "p.db") },
+			wantErr: syscall.ENOENT,
+		},
+		{
+			name: "path is a directory",
+			setup: func(t *testing.T, dir string) string {
+				path := filepath.Join(dir, "p.db")
+				if err := os.Mkdir(path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			},
+			wantErr: syscall.EISDIR,
+		},
+		{
+			// SQLite would open it read-only, and every write would fail.
+			name: "read-only file",
+			setup: func(t *testing.T, dir string) string {
+				path := filepath.Join(dir, "p.db")
+				writePlantstoreDB(t, path)
+				if err := os.Chmod(path, 0o444); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			},
+			nobody:  true,
+			dirPerm: 0o777, // SQLite could create -wal and -shm here
+			wantErr: syscall.EACCES,
+		},
+		{
+			name: "read-only directory, database present",
+			setup: func(t *testing.T, dir string) string {
+				path := filepath.Join(dir, "p.db")
+				writePlantstoreDB(t, path)
+				if err := os.Chmod(path, 0o666); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			},
+			nobody:  true,
+			dirPerm: 0o755,
+			wantErr: syscall.EACCES,
+		},
+		{
+			name:    "read-only directory, no database yet",
+			setup:   func(t *testing.T, dir string) string { return filepath.Join(dir, "p.db") },
+			nobody:  true,
+			dirPerm: 0o755,
+			wantErr: syscall.EACCES,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.nobody {
+				dir = nobodyDir(t, tt.dirPerm)
+			}
+			path := tt.setup(t, dir)
+			before := dirSnapshot(t, dir)
+
+			o := runBinary(t, tt.nobody, "-db", path)
+			if o.listening || o.code != 1 {
+				t.Fatalf("plantstore: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
+			}
+			if !strings.Contains(o.stderr, path) && !strings.Contains(o.stderr, filepath.Dir(path)) {
+				t.Errorf("stderr names neither %s nor its directory:\n%s", path, o.stderr)
+			}
+			if !strings.Contains(o.stderr, tt.wantErr.Error()) {
+				t.Errorf("stderr does not give the reason %q:\n%s", tt.wantErr.Error(), o.stderr)
+			}
+			if strings.Contains(o.stderr, plantstore.ErrUnavailable.Error()) {
+				t.Errorf("stderr calls a configuration error a passing outage:\n%s", o.stderr)
+			}
+			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a failed start (-want +got):\n%s", diff)
+			}
+
+			if tt.nobody {
+				return // run in-process would run as root
+			}
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &lockedBuffer{}, &lockedBuffer{})
+			var pe *fs.PathError
+			if !errors.Is(err, tt.wantErr) || !errors.As(err, &pe) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("run = %v, want an *fs.PathError wrapping %v, and not ErrUnavailable", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestStartsAsNobodyWhereItMayWrite is the control for the tests run as
+// nobody: the same user starts in a directory it may write, and the files
+// it creates are its own to read.
+func TestStartsAsNobodyWhereItMayWrite(t *testing.T) {
+	dir := nobodyDir(t, 0o777)
+	path := filepath.Join(dir, "p.db")
+	if o := runBinary(t, true, "-db", path); !o.listening {
+		t.Fatalf("plantstore as nobody did not start: exit code %d\n%s", o.code, o.stderr)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("new database has mode %v, want -rw-------", got)
+	}
+}
+
+func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path}, map[string]string{"PLANTSTORE_TOKENS": "tok"})
+	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 200 {
+		t.Fatalf("create = %d %s, want 200", status, body)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s has mode %v, want -rw-------", f, got)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

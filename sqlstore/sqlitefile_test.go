@@ -1,0 +1,350 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+)
+
+// snapshot returns the sha256 of every file in dir by name, so that a test
+// can tell that nothing was created, removed or changed there.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() {
+			sums[e.Name()] = "directory"
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		sums[e.Name()] = hex.EncodeToString(sum[:])
+	}
+	return sums
+}
+
+// execSQLite runs stmts on the SQLite file at path through a connection
+// with no pragmas, as another application would, and closes it.
+func execSQLite(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// fileURI returns the SQLite URI of the file at path.
+func fileURI(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath()
+}
+
+// applicationID reads the application_id of the SQLite file at path.
+func applicationID(t *testing.T, path string) uint32 {
+	t.Helper()
+	db := openDB(t, "sqlite", fileURI(path)+"?mode=ro")
+	var id int64
+	if err := db.QueryRow(`PRAGMA application_id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	return uint32(id)
+}
+
+// openSQLiteStore opens a Store on the SQLite file at path, closed in
+// t.Cleanup.
+func openSQLiteStore(t *testing.T, path string) *Store {
+	t.Helper()
+	return openStore(t, openDB(t, "sqlite", SQLiteDSN(path)), SQLite)
+}
+
+func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, path string)
+		reason string
+	}{
+		{"missing file", func(*testing.T, string) {}, ""},
+		{"empty file", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "SQLite takes an empty file for a new database"},
+		{"database with no tables", func(t *testing.T, path string) {
+			execSQLite(t, path, `PRAGMA user_version = 7`)
+		}, "nothing in it to belong to another application"},
+		{"plantstore database", func(t *testing.T, path string) {
+			s := openSQLiteStore(t, path)
+			if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"plantstore database written before the application ID", func(t *testing.T, path string) {
+			db := openDB(t, "sqlite", SQLiteDSN(path))
+			if err := migrate(context.Background(), db, SQLite, migrations[:2]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`INSERT INTO plants (id, name) VALUES (1, 'kept')`); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if got := applicationID(t, path); got != 0 {
+				t.Fatalf("application_id before = %#x, want 0", got)
+			}
+		}, "identified by its schema_version and plants tables"},
+		{"plantstore database in use, its tables in the WAL", func(t *testing.T, path string) {
+			// A Store still open leaves -wal and -shm beside the file,
+			// and the tables in the WAL until a checkpoint.
+			s := openSQLiteStore(t, path)
+			if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
+				t.Fatal(err)
+			}
+		}, "read through the WAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "a dir?#%")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "plants.db")
+			tt.setup(t, path)
+			if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
+				t.Fatalf("PrepareSQLiteFile = %v, want nil (%s)", err, tt.reason)
+			}
+			s := openSQLiteStore(t, path)
+			if err := s.Create(context.Background(), plantstore.Plant{ID: 2, Name: "new"}); err != nil {
+				t.Fatalf("Create after PrepareSQLiteFile = %v", err)
+			}
+			if got := applicationID(t, path); got != ApplicationID {
+				t.Errorf("application_id after Open = %#x, want %#x", got, ApplicationID)
+			}
+		})
+	}
+}
+
+// foreignFiles are files that are not plantstore's, each written at path.
+var foreignFiles = []struct {
+	name  string
+	write func(t *testing.T, path string)
+}{
+	{"SQLite with its own plants table", func(t *testing.T, path string) {
+		execSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
+			`INSERT INTO plants VALUES (1, 'fern')`)
+	}},
+	{"SQLite with customers", func(t *testing.T, path string) {
+		execSQLite(t, path, `CREATE TABLE customers (a)`)
+	}},
+	{"SQLite with another application ID", func(t *testing.T, path string) {
+		execSQLite(t, path, `PRAGMA application_id = 42`)
+	}},
+	{"SQLite in WAL mode", func(t *testing.T, path string) {
+		execSQLite(t, path, `PRAGMA journal_mode = WAL`, `CREATE TABLE customers (a)`)
+	}},
+	{"text file", func(t *testing.T, path string) {
+		if err := os.WriteFile(path, []byte("name,tag\nfern,green\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"binary file", func(t *testing.T, path string) {
+		b := make([]byte, 8192)
+		rand.Read(b)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
+	for _, ff := range foreignFiles {
+		t.Run(ff.name, func(t *testing.T) {
+			// The directory's name needs escaping in a SQLite URI.
+			dir := filepath.Join(t.TempDir(), "a dir?#%")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "plants.db")
+			ff.write(t, path)
+			before := snapshot(t, dir)
+			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
+			if !errors.Is(err, ErrNotPlantstore) {
+				t.Fatalf("PrepareSQLiteFile = %v, want ErrNotPlantstore", err)
+			}
+			if errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("the error %q does not name the file", err)
+			}
+			if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a refused PrepareSQLiteFile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrepareSQLiteFileRefusesAForeignWALOpenElsewhere(t *testing.T) {
+	// Another application has the file open: its tables are in the WAL,
+	// not yet in the file itself.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plants.db")
+	other := openDB(t, "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if _, err := other.Exec(`CREATE TABLE customers (a)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + side); err != nil {
+			t.Fatalf("the other application left no %s file: %v", side, err)
+		}
+	}
+	err := PrepareSQLiteFile(context.Background(), "sqlite", path)
+	if !errors.Is(err, ErrNotPlantstore) {
+		t.Fatalf("PrepareSQLiteFile = %v, want ErrNotPlantstore", err)
+	}
+}
+
+func TestPrepareSQLiteFilePathErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		path    func(dir string) string
+		wantErr error
+	}{
+		{"missing directory", func(dir string) string { return filepath.Join(dir, "missing", "plants.db") }, fs.ErrNotExist},
+		{"path is a directory", func(dir string) string { return dir }, syscall.EISDIR},
+		{"directory is a file", func(dir string) string {
+			os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+			return filepath.Join(dir, "file", "plants.db")
+		}, syscall.ENOTDIR},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := tt.path(dir)
+			before := snapshot(t, dir)
+			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("PrepareSQLiteFile(%s) = %v, want %v", path, err, tt.wantErr)
+			}
+			if errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
+			}
+			var pe *fs.PathError
+			if !errors.As(err, &pe) {
+				t.Errorf("PrepareSQLiteFile = %v, want an *fs.PathError naming the file or directory", err)
+			}
+			if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a failed PrepareSQLiteFile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("SKIPPING: root may write any file; cmd/plantstore tests this as user nobody")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plants.db")
+	openSQLiteStore(t, path).Close()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("PrepareSQLiteFile of a read-only file = %v, want fs.ErrPermission", err)
+	}
+	os.Chmod(path, 0o644)
+	os.Chmod(dir, 0o555)
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("PrepareSQLiteFile in a read-only directory = %v, want fs.ErrPermission", err)
+	}
+}
+
+func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plants.db")
+	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
+		t.Fatal(err)
+	}
+	s := openSQLiteStore(t, path)
+	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s has mode %v, want -rw-------", f, got)
+		}
+	}
+}
+
+func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plants.db")
+	execSQLite(t, path, `CREATE TABLE customers (a)`)
+	db := openDB(t, "sqlite", SQLiteDSN(path))
+	s, err := Open(context.Background(), db, SQLite)
+	if !errors.Is(err, ErrNotPlantstore) {
+		t.Fatalf("Open = %v, %v, want ErrNotPlantstore", s, err)
+	}
+	var tables []string
+	tables, err = column(context.Background(), db, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"customers"}, tables); diff != "" {
+		t.Errorf("tables after a refused Open (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpenRefusesReadOnlySQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plants.db")
+	openSQLiteStore(t, path).Close()
+	// SQLite opens a file it may not write read-only without an error;
+	// mode=ro does the same for a process that may.
+	db := openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
+	s, err := Open(context.Background(), db, SQLite)
+	if !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Open of a read-only file = %v, %v, want ErrReadOnly", s, err)
+	}
+	if errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("Open = %v, which wraps ErrUnavailable: a read-only file does not get better by waiting", err)
+	}
+}
+
+func TestOpenRefusesReadOnlyPostgres(t *testing.T) {
+	_, dsn := newPostgresDB(t)
+	db := openDB(t, "pgx", withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
+	s, err := Open(context.Background(), db, Postgres)
+	if !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Open of a read-only session = %v, %v, want ErrReadOnly", s, err)
+	}
+}
