@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -35,9 +36,11 @@ type createReq struct {
 // for its batch's outcome, which is bounded by a 30 s timeout. Errors: an
 // error wrapping [plantstore.ErrConflict] when p.ID is taken (by a plant
 // stored before, or by an earlier Create in the same batch);
-// [plantstore.ErrUnavailable] when the database cannot be reached, when the
-// batch failed as a whole, or after [Store.Close]; the context's error;
-// any other failure, wrapped.
+// [plantstore.ErrOutcomeUnknown] when the connection was lost or the
+// batch's deadline passed while its COMMIT was in flight, so that the plant
+// may or may not be stored; [plantstore.ErrUnavailable] when the database
+// cannot be reached, when the batch failed as a whole before committing, or
+// after [Store.Close]; the context's error; any other failure, wrapped.
 func (s *Store) Create(ctx context.Context, p plantstore.Plant) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlstore: create plant: %w", err)
@@ -118,8 +121,9 @@ func (s *Store) commitBatch(batch []*createReq) {
 // insert stores the plants of reqs in one transaction and returns each
 // one's outcome, in order: nil, ErrConflict for a taken id (the first of
 // several with one id wins), or, when the transaction failed, the same
-// error for all. A failure is reported as the caller's when callerCtx has
-// ended.
+// error for all: one wrapping ErrOutcomeUnknown when the commit was sent
+// but not answered. Any other failure is reported as the caller's when
+// callerCtx has ended.
 func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []error {
 	errs := make([]error, len(reqs))
 
@@ -140,7 +144,9 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 
 	inserted, err := s.insertTx(ctx, reqs, order)
 	if err != nil {
-		err = failure(callerCtx, "create plant", err)
+		if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
+			err = failure(callerCtx, "create plant", err)
+		}
 		for i := range errs {
 			errs[i] = err
 		}
@@ -155,7 +161,8 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 }
 
 // insertTx inserts the plants reqs[order[0]], reqs[order[1]], ..., whose
-// ids are distinct, and returns the ids it inserted.
+// ids are distinct, and returns the ids it inserted. A failure of the
+// commit itself is already judged by commitFailure.
 func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (map[int64]bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -209,7 +216,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, err
+		return nil, commitFailure(ctx, "create plant", err)
 	}
 	return inserted, nil
 }

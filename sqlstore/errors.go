@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/plantstore/plantstore"
 )
@@ -41,6 +43,47 @@ func failure(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("sqlstore: %s: %v: %w", op, err, plantstore.ErrUnavailable)
 	}
 	return fmt.Errorf("sqlstore: %s: %w: %w", op, err, plantstore.ErrUnavailable)
+}
+
+// commitFailure wraps err, the failure of the Commit of op, with what it
+// means for the caller. A Commit the database answered with an error of
+// its own (a serialization failure, a full disk) was rolled back, and so
+// was one that database/sql gave up on before sending it; those are judged
+// as any other failure. Any other failure, a connection lost or a deadline
+// passed while the COMMIT was in flight, leaves the outcome unknown: the
+// error wraps [plantstore.ErrOutcomeUnknown], never ErrUnavailable, whose
+// promise that nothing was kept cannot be given, nor the context's error.
+func commitFailure(ctx context.Context, op string, err error) error {
+	if rolledBack(err) {
+		return failure(ctx, op, err)
+	}
+	return fmt.Errorf("sqlstore: %s: commit: %v: %w", op, err, plantstore.ErrOutcomeUnknown)
+}
+
+// rolledBack reports whether err, returned by a Commit, means that the
+// transaction did not commit.
+func rolledBack(err error) bool {
+	// database/sql checks the context before it sends the COMMIT, and then
+	// returns the context's error itself, not wrapped; after a rollback it
+	// returns ErrTxDone.
+	if err == context.Canceled || err == context.DeadlineExceeded || errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	// pgx's SafeToRetry is not asked: it answers true for "conn closed"
+	// even when the connection closed while reading the COMMIT's answer.
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		// The server answered the COMMIT. Only a shutdown or a broken
+		// connection (classes 57 and 08) can arrive after it committed.
+		state := pg.SQLState()
+		return !strings.HasPrefix(state, "57") && !strings.HasPrefix(state, "08")
+	}
+	if code, ok := sqliteCode(err); ok {
+		// SQLite rolls back a COMMIT that fails for want of the lock or of
+		// space; after an I/O error the journal decides on the next open.
+		return code != 10 // SQLITE_IOERR
+	}
+	return false
 }
 
 // transient reports whether err means the database could not be reached or

@@ -15,8 +15,9 @@ import (
 
 // TestDatabaseOutage cuts the connections to PostgreSQL under a load of
 // Creates and restores them: Creates during the outage fail with
-// ErrUnavailable, Creates succeed again afterwards, and every Create that
-// returned nil is stored, with its event.
+// ErrUnavailable (or ErrOutcomeUnknown when the cut caught their COMMIT),
+// Creates succeed again afterwards, every Create that returned nil is
+// stored, with its event, and none that returned ErrUnavailable is.
 func TestDatabaseOutage(t *testing.T) {
 	_, dsn := postgresBackend.newDB(t)
 	direct := openDB(t, "pgx", dsn)
@@ -33,17 +34,18 @@ func TestDatabaseOutage(t *testing.T) {
 	// until each has made perCap attempts.
 	const workers, perCap = 8, 3000
 	var (
-		nextID             atomic.Int64
-		ok, failed         atomic.Int64
-		mu                 sync.Mutex
-		stored             []int64
-		unexpected         []error
-		stop               = make(chan struct{})
-		wg                 sync.WaitGroup
-		okAfterRestore     atomic.Int64
-		restored           atomic.Bool
-		failedDuringOutage atomic.Int64
-		outage             atomic.Bool
+		nextID              atomic.Int64
+		ok, failed          atomic.Int64
+		mu                  sync.Mutex
+		stored, unavailable []int64
+		unknown             atomic.Int64
+		unexpected          []error
+		stop                = make(chan struct{})
+		wg                  sync.WaitGroup
+		okAfterRestore      atomic.Int64
+		restored            atomic.Bool
+		failedDuringOutage  atomic.Int64
+		outage              atomic.Bool
 	)
 	for range workers {
 		wg.Go(func() {
@@ -66,7 +68,12 @@ func TestDatabaseOutage(t *testing.T) {
 					mu.Lock()
 					stored = append(stored, id)
 					mu.Unlock()
+				case errors.Is(err, plantstore.ErrOutcomeUnknown):
+					unknown.Add(1)
 				case errors.Is(err, plantstore.ErrUnavailable):
+					mu.Lock()
+					unavailable = append(unavailable, id)
+					mu.Unlock()
 					failed.Add(1)
 					if outage.Load() {
 						failedDuringOutage.Add(1)
@@ -117,7 +124,7 @@ func TestDatabaseOutage(t *testing.T) {
 	wg.Wait()
 
 	for _, err := range unexpected {
-		t.Errorf("Create = %v, want nil or ErrUnavailable", err)
+		t.Errorf("Create = %v, want nil, ErrUnavailable or ErrOutcomeUnknown", err)
 	}
 	if err := s.Ping(ctx); err != nil {
 		t.Errorf("Ping after the outage = %v, want nil", err)
@@ -146,6 +153,11 @@ func TestDatabaseOutage(t *testing.T) {
 			t.Errorf("plant %d was acknowledged but is not stored", id)
 		}
 	}
+	for _, id := range unavailable {
+		if inDB[id] {
+			t.Errorf("plant %d was answered ErrUnavailable (nothing kept) but is stored", id)
+		}
+	}
 	// Each stored plant has exactly one event, and each event its plant:
 	// they were written in one transaction, whatever the outage cut.
 	var orphans, missing, dupes int
@@ -159,5 +171,71 @@ func TestDatabaseOutage(t *testing.T) {
 	if orphans != 0 || missing != 0 || dupes != 0 {
 		t.Errorf("events without plants: %d, plants without events: %d, duplicate events: %d; want none", orphans, missing, dupes)
 	}
-	t.Logf("%d creates acknowledged, %d unavailable, %d rows stored", ok.Load(), failed.Load(), len(inDB))
+	t.Logf("%d creates acknowledged, %d unavailable, %d of unknown outcome, %d rows stored", ok.Load(), failed.Load(), unknown.Load(), len(inDB))
+}
+
+// TestCommitLostInFlight cuts the connection to PostgreSQL right after a
+// COMMIT has gone through to the server, before its answer comes back: the
+// Create or Delete must report that its outcome is unknown, never that
+// nothing was kept, and the store must serve again once the database is
+// reachable.
+func TestCommitLostInFlight(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts []Option
+	}{
+		{"group commit", []Option{WithOutbox()}},
+		{"single", []Option{WithoutGroupCommit()}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			_, dsn := postgresBackend.newDB(t)
+			direct := openDB(t, "pgx", dsn)
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.New(t, u.Host)
+			u.Host = proxy.Addr()
+			s := openStore(t, openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2"})), Postgres, mode.opts...)
+			ctx := context.Background()
+			stored := func(id int64) bool {
+				t.Helper()
+				var n int
+				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n == 1
+			}
+			if err := s.Create(ctx, plantstore.Plant{ID: 2, Name: "to delete"}); err != nil {
+				t.Fatal(err)
+			}
+
+			cut := proxy.CutAfter([]byte("commit"))
+			err = s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
+			<-cut
+			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("Create whose COMMIT was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
+			}
+			proxy.Restore()
+			t.Logf("create: %v; stored afterwards: %v", err, stored(1))
+
+			cut = proxy.CutAfter([]byte("commit"))
+			err = s.Delete(ctx, 2)
+			<-cut
+			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("Delete whose COMMIT was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
+			}
+			proxy.Restore()
+			t.Logf("delete: %v; stored afterwards: %v", err, stored(2))
+
+			// The store serves again, and what it says agrees with the table.
+			err = s.Create(ctx, plantstore.Plant{ID: 1, Name: "retry"})
+			if want := stored(1); (err == nil) == want && !errors.Is(err, plantstore.ErrConflict) {
+				t.Errorf("retried Create = %v with plant 1 stored before: %v", err, want)
+			}
+			if err := s.Create(ctx, plantstore.Plant{ID: 3, Name: "after"}); err != nil {
+				t.Errorf("Create after the cut = %v, want nil", err)
+			}
+		})
+	}
 }

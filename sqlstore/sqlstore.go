@@ -32,11 +32,12 @@
 // A taken id is an error wrapping [plantstore.ErrConflict], a missing one
 // [plantstore.ErrNotFound]. When the database cannot be reached or fails
 // before answering, the error wraps [plantstore.ErrUnavailable] and nothing
-// of the call is kept, with one exception inherent to any database client:
-// when the connection is lost after a commit was sent, the commit's outcome
-// is unknown, so a Create reported unavailable may have been stored (a retry
-// then reports ErrConflict). When the caller's context ends first, the
-// error wraps the context's error.
+// of the call is kept. When the connection is lost, or a deadline passes,
+// after a COMMIT was sent and before its answer came, the outcome is unknown
+// to any database client: a Create or Delete then returns an error wrapping
+// [plantstore.ErrOutcomeUnknown], never ErrUnavailable (a retried Create may
+// report ErrConflict). When the caller's context ends first, the error
+// wraps the context's error.
 package sqlstore
 
 import (
@@ -231,7 +232,9 @@ func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 	return plants, nil
 }
 
-// Delete implements [plantstore.Storage.Delete].
+// Delete implements [plantstore.Storage.Delete]. It returns an error
+// wrapping [plantstore.ErrOutcomeUnknown] when the connection was lost
+// while its COMMIT was in flight.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	if err := s.lockWrites(ctx); err != nil {
 		return err
@@ -258,7 +261,7 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		return plantstore.ErrNotFound
 	}
 	if err := tx.Commit(); err != nil {
-		return failure(ctx, "delete plant", err)
+		return commitFailure(ctx, "delete plant", err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -19,7 +20,12 @@ type Proxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// trigger, when set, is a byte string that makes the proxy Cut right
+	// after forwarding the client's chunk that holds it; cutDone is closed
+	// then.
+	trigger []byte
+	cutDone chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New starts a Proxy to target on 127.0.0.1 and stops it in t.Cleanup.
@@ -81,14 +87,65 @@ func (p *Proxy) forward(client net.Conn) {
 	}
 	defer p.untrack(server)
 	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		dst.Close()
-		src.Close()
-	}
-	wg.Go(func() { pipe(server, client) })
-	wg.Go(func() { pipe(client, server) })
+	wg.Go(func() {
+		p.forwardRequests(server, client)
+		server.Close()
+		client.Close()
+	})
+	wg.Go(func() {
+		_, _ = io.Copy(client, server)
+		client.Close()
+		server.Close()
+	})
 	wg.Wait()
+}
+
+// forwardRequests copies what the client sends to the server, cutting
+// every connection once a chunk holding the armed trigger has gone through.
+func (p *Proxy) forwardRequests(server, client net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+			p.mu.Lock()
+			fire := p.trigger != nil && bytes.Contains(buf[:n], p.trigger)
+			p.mu.Unlock()
+			if fire {
+				p.cutAfterTrigger()
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) cutAfterTrigger() {
+	p.mu.Lock()
+	done := p.cutDone
+	p.trigger, p.cutDone = nil, nil
+	p.mu.Unlock()
+	if done == nil {
+		return // another connection fired first
+	}
+	p.Cut()
+	close(done)
+}
+
+// CutAfter arms the proxy to Cut once a client sends a chunk that holds
+// trigger, right after forwarding that chunk to the server: the server gets
+// the request, the client never gets the answer. The returned channel is
+// closed when that has happened.
+func (p *Proxy) CutAfter(trigger []byte) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trigger = bytes.Clone(trigger)
+	p.cutDone = make(chan struct{})
+	return p.cutDone
 }
 
 // untrack forgets a connection forward is done with.
