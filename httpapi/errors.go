@@ -41,15 +41,16 @@ var (
 		msg: "Content-Type must be application/json"}
 	errContentEncoding = &apiError{code: http.StatusUnsupportedMediaType,
 		msg: "Content-Encoding is not supported: send the body uncompressed"}
-	errNotFoundPath = &apiError{code: http.StatusNotFound, msg: "no such resource"}
-	errMethod       = &apiError{code: http.StatusMethodNotAllowed, msg: "method not allowed for this resource"}
-	errInternal     = &apiError{code: http.StatusInternalServerError, msg: "internal error"}
-	errUnavailable  = &apiError{code: http.StatusServiceUnavailable, msg: "storage unavailable, try again later"}
-	errOutcome      = &apiError{code: http.StatusGatewayTimeout, msg: "the storage did not confirm the outcome: the change may or may not have been kept; read the plant before retrying (a retried create may answer 409)"}
-	errConflict     = &apiError{code: http.StatusConflict, msg: "a plant with this id already exists"}
-	errPlantMissing = &apiError{code: http.StatusNotFound, msg: "no plant has this id"}
-	errBadID        = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer in canonical decimal form"}
-	errReadBody     = &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
+	errNotFoundPath   = &apiError{code: http.StatusNotFound, msg: "no such resource"}
+	errMethod         = &apiError{code: http.StatusMethodNotAllowed, msg: "method not allowed for this resource"}
+	errInternal       = &apiError{code: http.StatusInternalServerError, msg: "internal error"}
+	errUnavailable    = &apiError{code: http.StatusServiceUnavailable, msg: "storage unavailable, try again later"}
+	errOutcome        = &apiError{code: http.StatusGatewayTimeout, msg: "the storage did not confirm the outcome: the change may or may not have been kept; read the plant before retrying (a retried create may answer 409)"}
+	errConflict       = &apiError{code: http.StatusConflict, msg: "a plant with this id already exists"}
+	errPlantMissing   = &apiError{code: http.StatusNotFound, msg: "no plant has this id"}
+	errBadID          = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer in canonical decimal form"}
+	errMalformedQuery = &apiError{code: http.StatusBadRequest, msg: "malformed query string: want name=value pairs joined by & with valid %-escapes"}
+	errReadBody       = &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
 )
 
 func errBodyTooLarge(limit int64) *apiError {

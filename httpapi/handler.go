@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -184,13 +185,17 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 
 // listOptions reads GET /plants's query: limit, an integer between 1 and
 // MaxListLimit (DefaultListLimit when absent), and after, an int64 id.
-// Each may be given once.
+// Each may be given once. A query that does not parse (a bad escape, a
+// semicolon separator) is refused rather than read in part.
 func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 	opts := plantstore.ListOptions{Limit: plantstore.DefaultListLimit}
 	if r.URL.RawQuery == "" {
 		return opts, nil
 	}
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return opts, errMalformedQuery
+	}
 	if v, ok := q["limit"]; ok {
 		if len(v) > 1 {
 			return opts, errRepeated("limit")

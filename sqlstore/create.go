@@ -12,11 +12,6 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// batchTimeout bounds one group commit, so that a database that stops
-// answering without closing its connections fails the batch instead of
-// holding its callers forever.
-const batchTimeout = 30 * time.Second
-
 // outboxLockKey is the PostgreSQL advisory lock that writers of events hold
 // until they commit, so that events commit in seq order and a reader that
 // has seen seq n never later finds an event below n appear.
@@ -24,16 +19,18 @@ const outboxLockKey = 0x706c616e74730002 // "plants" 2
 
 // A createReq is one Create waiting for the committer.
 type createReq struct {
-	plant plantstore.Plant
-	done  chan error // buffered: the committer never waits on a caller
+	plant    plantstore.Plant
+	deadline time.Time  // by when the caller must have its answer
+	done     chan error // buffered: the committer never waits on a caller
 }
 
 // Create implements [plantstore.Storage.Create]. A nil error means the plant
 // is committed and durable (see the package documentation).
 //
-// With group commit, a Create whose ctx ends before the committer takes it
-// returns the context's error and stores nothing; once taken, Create waits
-// for its batch's outcome, which is bounded by a 30 s timeout. Errors: an
+// With group commit, a Create whose ctx ends, or whose timeout (see
+// [WithTimeout]) passes, before the committer takes it stores nothing;
+// once taken, Create waits for its batch's outcome, which comes by the
+// earliest deadline in the batch. Errors: an
 // error wrapping [plantstore.ErrConflict] when p.ID is taken (by a plant
 // stored before, or by an earlier Create in the same batch);
 // [plantstore.ErrOutcomeUnknown] when the connection was lost or the
@@ -51,18 +48,24 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) error {
 	default:
 	}
 	if !s.cfg.group {
-		if err := s.lockWrites(ctx); err != nil {
-			return err
+		dctx, cancel := s.bounded(ctx)
+		defer cancel()
+		if err := s.lockWrites(dctx); err != nil {
+			return failure(ctx, "create plant", err)
 		}
 		defer s.unlockWrites()
-		return s.insert(ctx, ctx, []*createReq{{plant: p}})[0]
+		return s.insert(dctx, ctx, []*createReq{{plant: p}})[0]
 	}
-	r := &createReq{plant: p, done: make(chan error, 1)}
+	r := &createReq{plant: p, deadline: time.Now().Add(s.cfg.timeout), done: make(chan error, 1)}
+	wait := time.NewTimer(s.cfg.timeout)
+	defer wait.Stop()
 	select {
 	case s.reqs <- r:
 		return <-r.done
 	case <-ctx.Done():
 		return fmt.Errorf("sqlstore: create plant: %w", ctx.Err())
+	case <-wait.C:
+		return fmt.Errorf("sqlstore: create plant: no turn to commit within %v: %w", s.cfg.timeout, plantstore.ErrUnavailable)
 	case <-s.closed:
 		return errClosed
 	}
@@ -97,7 +100,13 @@ func (s *Store) commitLoop() {
 }
 
 func (s *Store) commitBatch(batch []*createReq) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	deadline := batch[0].deadline
+	for _, r := range batch[1:] {
+		if r.deadline.Before(deadline) {
+			deadline = r.deadline
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var errs []error
 	if err := s.lockWrites(ctx); err != nil {

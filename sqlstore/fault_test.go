@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -236,6 +237,121 @@ func TestCommitLostInFlight(t *testing.T) {
 			if err := s.Create(ctx, plantstore.Plant{ID: 3, Name: "after"}); err != nil {
 				t.Errorf("Create after the cut = %v, want nil", err)
 			}
+		})
+	}
+}
+
+// TestStalledDatabase stalls every byte between the Store and PostgreSQL,
+// as a frozen database host would: Creates, queued ones included, Deletes
+// and reads all return while the stall lasts, by the Store's timeout, each
+// with an honest error; once the stall ends, none that reported
+// ErrUnavailable is stored, even though the bytes it sent arrive late.
+func TestStalledDatabase(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts []Option
+	}{
+		{"group commit", nil},
+		{"single", []Option{WithoutGroupCommit()}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			_, dsn := postgresBackend.newDB(t)
+			direct := openDB(t, "pgx", dsn)
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.New(t, u.Host)
+			u.Host = proxy.Addr()
+			app := "stalled_" + strings.ReplaceAll(mode.name, " ", "_")
+			proxied := openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2", "application_name": app}))
+			opts := append([]Option{WithTimeout(time.Second)}, mode.opts...)
+			s := openStore(t, proxied, Postgres, opts...)
+			ctx := context.Background()
+			// createSoon creates p, allowing a few attempts: the short
+			// timeout can expire on a busy machine.
+			createSoon := func(p plantstore.Plant) {
+				t.Helper()
+				for i := 0; ; i++ {
+					err := s.Create(ctx, p)
+					if err == nil {
+						return
+					}
+					if i == 50 || !errors.Is(err, plantstore.ErrUnavailable) {
+						t.Fatalf("Create(%d) = %v, want nil", p.ID, err)
+					}
+				}
+			}
+			// Warm the pool, so that the stall catches statements on open
+			// connections.
+			for id := range int64(8) {
+				createSoon(plantstore.Plant{ID: 1000 + id, Name: "before"})
+			}
+
+			proxy.Stall()
+			const n = 24
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() { errs[i] = s.Create(ctx, plantstore.Plant{ID: int64(i), Name: "during"}) })
+			}
+			var readErr, deleteErr error
+			wg.Go(func() { _, readErr = s.Plant(ctx, 1000) })
+			wg.Go(func() { deleteErr = s.Delete(ctx, 1001) })
+			returned := make(chan struct{})
+			go func() { wg.Wait(); close(returned) }()
+			select {
+			case <-returned:
+			case <-time.After(time.Minute):
+				proxy.Resume()
+				t.Fatal("calls did not return while the database stalled")
+			}
+			var unavailable, unknown []int64
+			for i, err := range errs {
+				switch {
+				case errors.Is(err, plantstore.ErrOutcomeUnknown):
+					unknown = append(unknown, int64(i))
+				case errors.Is(err, plantstore.ErrUnavailable):
+					unavailable = append(unavailable, int64(i))
+				default:
+					t.Errorf("Create %d during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", i, err)
+				}
+			}
+			if !errors.Is(readErr, plantstore.ErrUnavailable) {
+				t.Errorf("Plant during the stall = %v, want ErrUnavailable", readErr)
+			}
+			if !errors.Is(deleteErr, plantstore.ErrUnavailable) && !errors.Is(deleteErr, plantstore.ErrOutcomeUnknown) {
+				t.Errorf("Delete during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", deleteErr)
+			}
+
+			// Let the held bytes through, and wait until the server has
+			// seen the end of every connection of the stall.
+			proxy.Resume()
+			proxied.SetMaxIdleConns(0)
+			for i := 0; ; i++ {
+				var left int
+				if err := direct.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left); err != nil {
+					t.Fatal(err)
+				}
+				if left == 0 {
+					break
+				}
+				if i == 2000 {
+					t.Fatalf("%d connections of the stall still open on the server", left)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			for _, id := range unavailable {
+				var n int
+				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != 0 {
+					t.Errorf("plant %d was answered ErrUnavailable (nothing kept) but is stored", id)
+				}
+			}
+			createSoon(plantstore.Plant{ID: 2000, Name: "after"})
+			t.Logf("during the stall: %d creates unavailable, %d of unknown outcome", len(unavailable), len(unknown))
 		})
 	}
 }

@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -76,12 +77,34 @@ func (d Dialect) String() string {
 // maxBatch bounds the number of Creates one group commit stores.
 const maxBatch = 256
 
+// DefaultTimeout is how long a call waits for the database unless
+// [WithTimeout] says otherwise.
+const DefaultTimeout = 5 * time.Second
+
 // An Option configures a Store.
 type Option func(*config)
 
 type config struct {
-	group  bool
-	outbox bool
+	group   bool
+	outbox  bool
+	timeout time.Duration
+}
+
+// WithTimeout bounds how long each call waits for the database, from the
+// moment it is made: waiting for its turn to write, for a connection and
+// for every statement, its commit included. A call that runs out of time
+// returns an error wrapping [plantstore.ErrUnavailable] when nothing of it
+// can have been kept, and [plantstore.ErrOutcomeUnknown] when its COMMIT
+// was in flight. Under group commit, a batch ends by the earliest deadline
+// of the Creates in it, so that no caller waits longer than d for a batch
+// stuck on a stalled database. A d of zero or less leaves the default,
+// [DefaultTimeout].
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
 }
 
 // WithoutGroupCommit makes every Create its own transaction, run on the
@@ -145,7 +168,7 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	s := &Store{
 		db:      db,
 		dialect: dialect,
-		cfg:     config{group: true},
+		cfg:     config{group: true, timeout: DefaultTimeout},
 		q:       newQueries(dialect),
 		reqs:    make(chan *createReq),
 		closed:  make(chan struct{}),
@@ -184,7 +207,9 @@ func (s *Store) Close() error {
 // Ping implements [plantstore.Pinger]: it returns nil when the database
 // answers, or an error wrapping [plantstore.ErrUnavailable].
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.db.PingContext(ctx); err != nil {
+	dctx, cancel := s.bounded(ctx)
+	defer cancel()
+	if err := s.db.PingContext(dctx); err != nil {
 		return failure(ctx, "ping", err)
 	}
 	return nil
@@ -196,7 +221,9 @@ func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
 		name string
 		tag  sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, s.q.plant, id).Scan(&name, &tag)
+	dctx, cancel := s.bounded(ctx)
+	defer cancel()
+	err := s.db.QueryRowContext(dctx, s.q.plant, id).Scan(&name, &tag)
 	if errors.Is(err, sql.ErrNoRows) {
 		return plantstore.Plant{}, plantstore.ErrNotFound
 	}
@@ -209,7 +236,9 @@ func (s *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
 // List implements [plantstore.Storage.List]. It reads limit rows of the
 // primary key index from from on.
 func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
-	rows, err := s.db.QueryContext(ctx, s.q.list, from, limit)
+	dctx, cancel := s.bounded(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(dctx, s.q.list, from, limit)
 	if err != nil {
 		return nil, failure(ctx, "list plants", err)
 	}
@@ -236,20 +265,22 @@ func (s *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 // wrapping [plantstore.ErrOutcomeUnknown] when the connection was lost
 // while its COMMIT was in flight.
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	if err := s.lockWrites(ctx); err != nil {
-		return err
+	dctx, cancel := s.bounded(ctx)
+	defer cancel()
+	if err := s.lockWrites(dctx); err != nil {
+		return failure(ctx, "delete plant", err)
 	}
 	defer s.unlockWrites()
 	// An explicit transaction, not an autocommit statement: a driver that
 	// answers a cancelled ctx by dropping the connection leaves a
 	// statement waiting on the server, which would still commit on its own
 	// once it got its lock. A transaction commits only when told to.
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(dctx, nil)
 	if err != nil {
 		return failure(ctx, "delete plant", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, s.q.delete, id)
+	res, err := tx.ExecContext(dctx, s.q.delete, id)
 	if err != nil {
 		return failure(ctx, "delete plant", err)
 	}
@@ -264,6 +295,13 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		return commitFailure(ctx, "delete plant", err)
 	}
 	return nil
+}
+
+// bounded returns ctx limited to the Store's timeout. Failures are still
+// judged against ctx, so that the Store's own deadline reads as the
+// database being unavailable, not as the caller giving up.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.timeout)
 }
 
 // lockWrites waits for this Store's turn to write to SQLite, or for ctx to

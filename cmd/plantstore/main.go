@@ -24,6 +24,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/textlog"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
 func main() {
@@ -53,6 +54,8 @@ type options struct {
 	writeTimeout  time.Duration
 	webhooks      []string
 	webhookSecret string
+	// dbTimeout bounds how long a request waits for the database.
+	dbTimeout time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -73,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.webhooks = append(o.webhooks, s)
 		return nil
 	})
+	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -89,8 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.shutdownTimeout < 0 {
 		return o, errors.New("-shutdown-timeout must not be negative")
 	}
-	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 {
-		return o, errors.New("-read-header-timeout, -read-timeout and -write-timeout must be positive")
+	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 || o.dbTimeout <= 0 {
+		return o, errors.New("-read-header-timeout, -read-timeout, -write-timeout and -db-timeout must be positive")
 	}
 	return o, nil
 }
@@ -120,7 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	storage, closeStorage, err := openStorage(ctx, o.db, len(o.webhooks) > 0)
+	storage, closeStorage, err := openStorage(ctx, o.db, len(o.webhooks) > 0, o.dbTimeout)
 	if err != nil {
 		return err
 	}

@@ -13,15 +13,15 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-func openSQLite(ctx context.Context, path string, outbox bool) (plantstore.Storage, func(), error) {
+func openSQLite(ctx context.Context, path string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)
 	}
-	return openSQL(ctx, db, sqlstore.SQLite, outbox, "SQLite file "+path)
+	return openSQL(ctx, db, sqlstore.SQLite, outbox, timeout, "SQLite file "+path)
 }
 
-func openPostgres(ctx context.Context, dsn string, outbox bool) (plantstore.Storage, func(), error) {
+func openPostgres(ctx context.Context, dsn string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
@@ -29,11 +29,11 @@ func openPostgres(ctx context.Context, dsn string, outbox bool) (plantstore.Stor
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return openSQL(ctx, db, sqlstore.Postgres, outbox, "PostgreSQL "+redactDSN(dsn))
+	return openSQL(ctx, db, sqlstore.Postgres, outbox, timeout, "PostgreSQL "+redactDSN(dsn))
 }
 
-func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, outbox bool, what string) (plantstore.Storage, func(), error) {
-	var opts []sqlstore.Option
+func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, outbox bool, timeout time.Duration, what string) (plantstore.Storage, func(), error) {
+	opts := []sqlstore.Option{sqlstore.WithTimeout(timeout)}
 	if outbox {
 		opts = append(opts, sqlstore.WithOutbox())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -37,17 +38,17 @@ func parseDB(db string) (storageKind, string, error) {
 
 // openStorage opens the storage -db names, which parseFlags has checked.
 // outbox asks durable storage to record plant-added events with each
-// plant, for webhooks.
-func openStorage(ctx context.Context, db string, outbox bool) (plantstore.Storage, func(), error) {
+// plant, for webhooks; timeout bounds each call to a database.
+func openStorage(ctx context.Context, db string, outbox bool, timeout time.Duration) (plantstore.Storage, func(), error) {
 	kind, where, err := parseDB(db)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch kind {
 	case postgresStorage:
-		return openPostgres(ctx, where, outbox)
+		return openPostgres(ctx, where, outbox, timeout)
 	case sqliteStorage:
-		return openSQLite(ctx, where, outbox)
+		return openSQLite(ctx, where, outbox, timeout)
 	}
 	return plantstore.NewMemoryStorage(), func() {}, nil
 }

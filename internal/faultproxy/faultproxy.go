@@ -1,11 +1,11 @@
 // Package faultproxy is a TCP proxy for tests that can cut every
 // connection it forwards and refuse new ones, as a database host that goes
-// away would, and then come back.
+// away would, and then come back; or stall them, as a frozen host or a
+// broken network would, holding every byte until it resumes.
 package faultproxy
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -25,6 +25,9 @@ type Proxy struct {
 	// then.
 	trigger []byte
 	cutDone chan struct{}
+	// resumed is closed while the proxy forwards bytes; Stall replaces it
+	// with an open channel that Resume closes.
+	resumed chan struct{}
 	wg      sync.WaitGroup
 }
 
@@ -35,11 +38,13 @@ func New(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, resumed: make(chan struct{})}
+	close(p.resumed)
 	p.wg.Go(p.serve)
 	t.Cleanup(func() {
 		ln.Close()
 		p.Cut()
+		p.Resume()
 		p.wg.Wait()
 	})
 	return p
@@ -88,32 +93,31 @@ func (p *Proxy) forward(client net.Conn) {
 	defer p.untrack(server)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		p.forwardRequests(server, client)
+		p.pipe(server, client, true)
 		server.Close()
 		client.Close()
 	})
 	wg.Go(func() {
-		_, _ = io.Copy(client, server)
+		p.pipe(client, server, false)
 		client.Close()
 		server.Close()
 	})
 	wg.Wait()
 }
 
-// forwardRequests copies what the client sends to the server, cutting
-// every connection once a chunk holding the armed trigger has gone through.
-func (p *Proxy) forwardRequests(server, client net.Conn) {
+// pipe forwards src to dst, holding each chunk while the proxy stalls.
+// From the client, it cuts every connection once a chunk holding the armed
+// trigger has gone through.
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := client.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
-			if _, werr := server.Write(buf[:n]); werr != nil {
+			p.waitResumed()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
-			p.mu.Lock()
-			fire := p.trigger != nil && bytes.Contains(buf[:n], p.trigger)
-			p.mu.Unlock()
-			if fire {
+			if fromClient && p.triggered(buf[:n]) {
 				p.cutAfterTrigger()
 				return
 			}
@@ -121,6 +125,44 @@ func (p *Proxy) forwardRequests(server, client net.Conn) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+func (p *Proxy) triggered(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.trigger != nil && bytes.Contains(chunk, p.trigger)
+}
+
+func (p *Proxy) waitResumed() {
+	p.mu.Lock()
+	resumed := p.resumed
+	p.mu.Unlock()
+	<-resumed
+}
+
+// Stall makes the proxy hold every byte it reads, in both directions,
+// until Resume: connections stay open and nothing arrives, as with a
+// frozen database host. Bytes a client sent before it gave up still reach
+// the server after Resume, as a network would deliver them late.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.resumed:
+		p.resumed = make(chan struct{})
+	default:
+	}
+}
+
+// Resume forwards what Stall held, and everything after it.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.resumed:
+	default:
+		close(p.resumed)
 	}
 }
 

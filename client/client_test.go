@@ -1,0 +1,393 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+const token = "s3cret"
+
+// modes are the server's two ways of answering failures.
+var modes = []struct {
+	name string
+	opts []httpapi.Option
+	// status is the HTTP status of an error with code code.
+	status func(code int) int
+}{
+	{"contract", nil, func(int) int { return http.StatusBadRequest }},
+	{"conventional", []httpapi.Option{httpapi.WithConventionalStatus()}, func(code int) int { return code }},
+}
+
+// newHandler returns the real handler over s, accepting token.
+func newHandler(s plantstore.Storage, opts ...httpapi.Option) http.Handler {
+	opts = append([]httpapi.Option{
+		httpapi.WithTokens(token),
+		httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	}, opts...)
+	return httpapi.New(plantstore.New(s), opts...)
+}
+
+// serve starts h on a loopback server for the test's duration, counting
+// the requests it gets.
+func serve(t testing.TB, h http.Handler) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// newClient returns a client of baseURL with the test token and no
+// retries, then opts.
+func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Client {
+	t.Helper()
+	opts = append([]client.Option{client.WithToken(token), client.WithRetry(client.RetryPolicy{})}, opts...)
+	c, err := client.New(baseURL, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv, _ := serve(t, newHandler(plantstore.NewMemoryStorage(), mode.opts...))
+			c := newClient(t, srv.URL)
+			ctx := t.Context()
+
+			if err := c.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			created := []plantstore.NewPlant{
+				{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true},
+				{ID: -7, Name: "Fern"},
+				{ID: 9223372036854775807, Name: `"quoted" <b>&</b> ✓`, Tag: "", HasTag: true},
+			}
+			for _, np := range created {
+				p, err := c.Create(ctx, np)
+				if err != nil {
+					t.Fatalf("Create(%+v): %v", np, err)
+				}
+				if diff := cmp.Diff(plantstore.Plant(np), p); diff != "" {
+					t.Errorf("Create mismatch (-want +got):\n%s", diff)
+				}
+				got, err := c.Plant(ctx, np.ID)
+				if err != nil {
+					t.Fatalf("Plant(%d): %v", np.ID, err)
+				}
+				if diff := cmp.Diff(plantstore.Plant(np), got); diff != "" {
+					t.Errorf("Plant(%d) mismatch (-want +got):\n%s", np.ID, diff)
+				}
+			}
+			want := []plantstore.Plant{plantstore.Plant(created[1]), plantstore.Plant(created[0]), plantstore.Plant(created[2])}
+			got, err := c.List(ctx, plantstore.ListOptions{})
+			if err != nil {
+				t.Fatalf("List: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("List mismatch (-want +got):\n%s", diff)
+			}
+			got, err = c.List(ctx, plantstore.ListOptions{Limit: 1, After: -7, HasAfter: true})
+			if err != nil {
+				t.Fatalf("List after -7: %v", err)
+			}
+			if diff := cmp.Diff(want[1:2], got); diff != "" {
+				t.Errorf("List after -7, limit 1 mismatch (-want +got):\n%s", diff)
+			}
+			if err := c.Delete(ctx, 1); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+			if _, err := c.Plant(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
+				t.Errorf("Plant after Delete: %v, want ErrNotFound", err)
+			}
+			if _, err := c.Create(ctx, created[0]); err != nil {
+				t.Errorf("Create after Delete: %v", err)
+			}
+		})
+	}
+}
+
+func TestCreateValidatesBeforeSending(t *testing.T) {
+	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	c := newClient(t, srv.URL)
+	tests := []struct {
+		name string
+		np   plantstore.NewPlant
+		want *plantstore.ValidationError
+	}{
+		{"invalid UTF-8 name", plantstore.NewPlant{ID: 1, Name: "a\xffb"},
+			&plantstore.ValidationError{Field: "name", Reason: "must be valid UTF-8"}},
+		{"NUL in tag", plantstore.NewPlant{ID: 1, Name: "a", Tag: "x\x00", HasTag: true},
+			&plantstore.ValidationError{Field: "tag", Reason: "must not contain NUL (U+0000)"}},
+		{"tag without HasTag", plantstore.NewPlant{ID: 1, Name: "a", Tag: "x"},
+			&plantstore.ValidationError{Field: "tag", Reason: "set without HasTag"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Create(t.Context(), tt.np)
+			ve, ok := errors.AsType[*plantstore.ValidationError](err)
+			if !ok {
+				t.Fatalf("Create: %v, want a *plantstore.ValidationError", err)
+			}
+			if diff := cmp.Diff(tt.want, ve); diff != "" {
+				t.Errorf("ValidationError mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the server got %d requests, want none", n)
+	}
+}
+
+func TestAllFollowsPages(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			const stored = 2*plantstore.DefaultListLimit + 50
+			ms := plantstore.NewMemoryStorage()
+			var want []plantstore.Plant
+			for i := range int64(stored) {
+				p := plantstore.Plant{ID: i*3 - 100, Name: fmt.Sprint("plant ", i)}
+				if i%2 == 0 {
+					p.Tag, p.HasTag = fmt.Sprint("tag ", i), true
+				}
+				if err := ms.Create(t.Context(), p); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p)
+			}
+			srv, requests := serve(t, newHandler(ms, mode.opts...))
+			c := newClient(t, srv.URL)
+
+			var got []plantstore.Plant
+			for p, err := range c.All(t.Context()) {
+				if err != nil {
+					t.Fatalf("All: %v", err)
+				}
+				got = append(got, p)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("All mismatch (-want +got):\n%s", diff)
+			}
+			if n := requests.Load(); n != 3 {
+				t.Errorf("All made %d requests for %d plants, want 3 pages", n, stored)
+			}
+
+			requests.Store(0)
+			n := 0
+			for _, err := range c.All(t.Context()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n++; n == 5 {
+					break
+				}
+			}
+			if r := requests.Load(); r != 1 {
+				t.Errorf("All stopped after 5 plants made %d requests, want 1", r)
+			}
+		})
+	}
+}
+
+func TestAllEmpty(t *testing.T) {
+	srv, _ := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	c := newClient(t, srv.URL)
+	for p, err := range c.All(t.Context()) {
+		t.Errorf("All on an empty store yielded %+v, %v", p, err)
+	}
+}
+
+// TestAllRefusesBadLinks serves a first page whose next link is not one
+// the client should follow.
+func TestAllRefusesBadLinks(t *testing.T) {
+	tests := []struct {
+		name   string
+		link   string
+		reason string
+	}{
+		{"another host", `<http://attacker.example/plants?after=2>; rel="next"`,
+			"the token must not be sent to another server"},
+		{"another port", `<//127.0.0.1:1/plants?after=2>; rel="next"`, ""},
+		{"itself", `<>; rel="next"`, "the same page again would loop forever"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Link", tt.link)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `[{"id":1,"name":"a"},{"id":2,"name":"b"}]`)
+			}))
+			c := newClient(t, srv.URL)
+			var ids []int64
+			var err error
+			for p, e := range c.All(t.Context()) {
+				if e != nil {
+					err = e
+					break
+				}
+				ids = append(ids, p.ID)
+			}
+			if err == nil {
+				t.Errorf("All followed %s (%s)", tt.link, tt.reason)
+			}
+			if diff := cmp.Diff([]int64{1, 2}, ids); diff != "" {
+				t.Errorf("plants before the error (-want +got):\n%s", diff)
+			}
+			if n := requests.Load(); n > 2 {
+				t.Errorf("the server got %d requests, want at most 2", n)
+			}
+		})
+	}
+}
+
+// TestMountedUnderPrefix serves the handler under /api/, as a host server
+// would, and checks that every call and every next link keeps the prefix.
+func TestMountedUnderPrefix(t *testing.T) {
+	for _, base := range []string{"/api", "/api/"} {
+		t.Run(base, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle("/api/", http.StripPrefix("/api", newHandler(plantstore.NewMemoryStorage())))
+			mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				t.Errorf("request outside the prefix: %s %s", r.Method, r.URL)
+				http.NotFound(w, r)
+			}))
+			srv, _ := serve(t, mux)
+			c := newClient(t, srv.URL+base)
+			ctx := t.Context()
+
+			if err := c.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			const n = plantstore.DefaultListLimit + 1
+			for i := range int64(n) {
+				if _, err := c.Create(ctx, plantstore.NewPlant{ID: i, Name: "p"}); err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+			}
+			if _, err := c.Plant(ctx, 3); err != nil {
+				t.Errorf("Plant: %v", err)
+			}
+			count := 0
+			for _, err := range c.All(ctx) {
+				if err != nil {
+					t.Fatalf("All: %v", err)
+				}
+				count++
+			}
+			if count != n {
+				t.Errorf("All yielded %d plants, want %d", count, n)
+			}
+			if err := c.Delete(ctx, 3); err != nil {
+				t.Errorf("Delete: %v", err)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		baseURL string
+		opts    []client.Option
+		wantErr bool
+	}{
+		{name: "http", baseURL: "http://127.0.0.1:8080"},
+		{name: "https with prefix", baseURL: "https://example.com/api/"},
+		{name: "upper-case scheme", baseURL: "HTTP://example.com"},
+		{name: "empty", baseURL: "", wantErr: true},
+		{name: "no scheme", baseURL: "example.com/api", wantErr: true},
+		{name: "relative", baseURL: "/api", wantErr: true},
+		{name: "other scheme", baseURL: "ftp://example.com", wantErr: true},
+		{name: "no host", baseURL: "http:///api", wantErr: true},
+		{name: "opaque", baseURL: "http:example.com", wantErr: true},
+		{name: "credentials", baseURL: "http://user:pw@example.com", wantErr: true},
+		{name: "query", baseURL: "http://example.com/?x=1", wantErr: true},
+		{name: "empty query", baseURL: "http://example.com/?", wantErr: true},
+		{name: "fragment", baseURL: "http://example.com/#top", wantErr: true},
+		{name: "bad escape", baseURL: "http://example.com/%zz", wantErr: true},
+		{name: "token", baseURL: "http://example.com", opts: []client.Option{client.WithToken("abc-._~+/==")}},
+		{name: "token with a space", baseURL: "http://example.com", opts: []client.Option{client.WithToken("a b")},
+			wantErr: true},
+		{name: "token with a newline", baseURL: "http://example.com", opts: []client.Option{client.WithToken("a\r\nX-Evil: 1")},
+			wantErr: true},
+		{name: "nil http client", baseURL: "http://example.com", opts: []client.Option{client.WithHTTPClient(nil)},
+			wantErr: true},
+		{name: "negative attempts", baseURL: "http://example.com",
+			opts: []client.Option{client.WithRetry(client.RetryPolicy{MaxAttempts: -1})}, wantErr: true},
+		{name: "negative delay", baseURL: "http://example.com",
+			opts: []client.Option{client.WithRetry(client.RetryPolicy{MaxAttempts: 2, BaseDelay: -1})}, wantErr: true},
+		{name: "max delay under base", baseURL: "http://example.com",
+			opts: []client.Option{client.WithRetry(client.RetryPolicy{BaseDelay: 2, MaxDelay: 1})}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := client.New(tt.baseURL, tt.opts...)
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("New(%q) = %v, %v; want error: %v", tt.baseURL, c, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "pw") {
+				t.Errorf("the error shows the URL's password: %v", err)
+			}
+		})
+	}
+}
+
+// TestContextEnded checks that a call with an ended context sends nothing.
+func TestContextEnded(t *testing.T) {
+	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	c := newClient(t, srv.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create: %v, want context.Canceled", err)
+	}
+	if err := c.Ping(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ping: %v, want context.Canceled", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the server got %d requests, want none", n)
+	}
+}
+
+// TestRedirectChangingMethod checks that a create or delete redirected
+// with 302, which http.Client follows with a GET, is not taken for done.
+func TestRedirectChangingMethod(t *testing.T) {
+	ms := plantstore.NewMemoryStorage()
+	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := serve(t, newHandler(ms))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, srv.URL+strings.TrimPrefix(r.URL.Path, "/old"), http.StatusFound)
+	})
+	old, _ := serve(t, mux)
+	c := newClient(t, old.URL+"/old")
+	if err := c.Delete(t.Context(), 1); err == nil {
+		t.Error("Delete redirected with 302 succeeded: its GET found the plant")
+	}
+	if _, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "b"}); err == nil {
+		t.Error("Create redirected with 302 succeeded")
+	}
+	if _, err := c.Plant(t.Context(), 1); err != nil {
+		t.Errorf("Plant redirected with 302: %v; a GET may follow a redirect", err)
+	}
+}

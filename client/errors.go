@@ -1,0 +1,169 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/plantstore/plantstore"
+)
+
+// An Error is a failure the server answered: its Error body, or, for a
+// response without one (a proxy's page, say), its HTTP status.
+//
+// It unwraps to the library's error it stands for, so that errors.Is and
+// errors.As treat it as they treat the library's own:
+//
+//   - error 409: [plantstore.ErrConflict]
+//   - error 404 for one plant's path: [plantstore.ErrNotFound]
+//   - error 400 "invalid <field>: <reason>" for the field id, name, tag or
+//     limit: a [*plantstore.ValidationError]
+//   - error 503: [plantstore.ErrUnavailable]; nothing of the request was kept
+//   - error 504, or a gateway's 502, to a create or delete:
+//     [plantstore.ErrOutcomeUnknown]; to a read: [plantstore.ErrUnavailable]
+//
+// Any other Error (401, 413, 415, 500, …) unwraps to nothing.
+type Error struct {
+	// StatusCode is the response's HTTP status. The plantstore server
+	// answers each failure with 400 unless it uses conventional statuses.
+	StatusCode int
+	// Code is the Error body's "error" code, the conventional HTTP status
+	// of the failure; the HTTP status when the body was not an Error.
+	Code int
+	// Message is the Error body's "message"; the status text when the body
+	// was not an Error.
+	Message string
+
+	err    error       // what it stands for, or nil
+	header http.Header // the response's header
+}
+
+func (e *Error) Error() string {
+	return "client: error " + strconv.Itoa(e.Code) + ": " + e.Message
+}
+
+// Unwrap returns the library's error e stands for, or nil.
+func (e *Error) Unwrap() error { return e.err }
+
+// routeNotFound is the message of the server's error 404 for a path it
+// does not serve, told apart from a missing plant's so that a wrong base
+// URL is not taken for a missing plant.
+const routeNotFound = "no such resource"
+
+// responseError reads a failed response to cl: the code from its Error
+// body when it has one, else from its status.
+func responseError(cl *call, status int, header http.Header, body []byte) *Error {
+	e := &Error{StatusCode: status, Code: status, Message: http.StatusText(status), header: header}
+	var wire struct {
+		Error   *int32  `json:"error"`
+		Message *string `json:"message"`
+	}
+	fromServer := json.Unmarshal(body, &wire) == nil && wire.Error != nil
+	if fromServer {
+		e.Code = int(*wire.Error)
+		e.Message = ""
+		if wire.Message != nil {
+			e.Message = *wire.Message
+		}
+	}
+	switch e.Code {
+	case http.StatusBadRequest:
+		if fromServer {
+			if ve := validationError(e.Message); ve != nil {
+				e.err = ve
+			}
+		}
+	case http.StatusNotFound:
+		if fromServer && cl.plant && e.Message != routeNotFound {
+			e.err = plantstore.ErrNotFound
+		}
+	case http.StatusConflict:
+		e.err = plantstore.ErrConflict
+	case http.StatusServiceUnavailable:
+		e.err = plantstore.ErrUnavailable
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		e.err = plantstore.ErrUnavailable
+		if cl.write {
+			e.err = plantstore.ErrOutcomeUnknown
+		}
+	}
+	return e
+}
+
+// failure tells what e means for repeating cl.
+func (e *Error) failure(cl *call) failure {
+	switch e.Code {
+	case http.StatusServiceUnavailable:
+		return notKept
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		if cl.write {
+			return unknownOutcome
+		}
+		return readFailed
+	}
+	return final
+}
+
+// validationError parses a message "invalid <field>: <reason>" about one of
+// the fields the library validates, or returns nil.
+func validationError(msg string) *plantstore.ValidationError {
+	rest, ok := strings.CutPrefix(msg, "invalid ")
+	if !ok {
+		return nil
+	}
+	field, reason, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return nil
+	}
+	switch field {
+	case "id", "name", "tag", "limit":
+		return &plantstore.ValidationError{Field: field, Reason: reason}
+	}
+	return nil
+}
+
+// A transportError is a request that got no response, with what that
+// means for the plant: [plantstore.ErrUnavailable] when nothing was sent,
+// [plantstore.ErrOutcomeUnknown] when a create or delete was sent.
+type transportError struct {
+	sentinel error
+	err      error
+}
+
+func (e *transportError) Error() string {
+	if e.sentinel == plantstore.ErrUnavailable {
+		return "client: server unreachable, nothing was sent: " + e.err.Error()
+	}
+	return "client: outcome unknown, no answer to a request that may have reached the server: " + e.err.Error()
+}
+
+func (e *transportError) Unwrap() []error { return []error{e.sentinel, e.err} }
+
+// An outcomeError is a create or delete that was repeated after an attempt
+// whose outcome is unknown, and whose later attempts did not settle it.
+// It unwraps to that attempt's error, which wraps
+// [plantstore.ErrOutcomeUnknown], and to the context's error if that ended
+// the attempts; what the last attempt got is in its message.
+type outcomeError struct {
+	unknown  error
+	last     error
+	attempts int
+}
+
+func (e *outcomeError) Error() string {
+	return e.unknown.Error() + " (" + strconv.Itoa(e.attempts) + " attempts, the last: " + e.last.Error() + ")"
+}
+
+func (e *outcomeError) Unwrap() []error {
+	if isContextError(e.last) {
+		return []error{e.unknown, e.last}
+	}
+	return []error{e.unknown}
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,152 @@
+package client_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/client"
+)
+
+// startBinary builds cmd/plantstore, starts it on a loopback port with
+// memory storage and the test token, and returns its URL.
+func startBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts the real binary; skipped in -short mode")
+	}
+	bin := filepath.Join(t.TempDir(), "plantstore")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/plantstore/plantstore/cmd/plantstore").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn")
+	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+token)
+	var stderr strings.Builder
+	var mu sync.Mutex
+	cmd.Stderr = writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return stderr.Write(b)
+	})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls, exited := make(chan string, 1), make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				urls <- u
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	select {
+	case u := <-urls:
+		return u
+	case err := <-exited:
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("plantstore exited before listening: %v\n%s", err, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("plantstore did not start listening within a minute")
+	}
+	return ""
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// TestAgainstBinary talks to the real plantstore binary over loopback.
+func TestAgainstBinary(t *testing.T) {
+	url := startBinary(t)
+	c, err := client.New(url, client.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	monstera := plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true}
+	if _, err := c.Create(ctx, monstera); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	_, err = c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"})
+	if !errors.Is(err, plantstore.ErrConflict) {
+		t.Fatalf("duplicate Create: %v, want ErrConflict", err)
+	}
+	if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 409 || ce.StatusCode != 400 {
+		t.Errorf("duplicate Create: %#v, want a *client.Error with code 409 in a 400", err)
+	}
+	for i := range int64(5) {
+		if _, err := c.Create(ctx, plantstore.NewPlant{ID: 10 + i, Name: fmt.Sprint("plant ", i)}); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	got, err := c.Plant(ctx, 1)
+	if err != nil {
+		t.Fatalf("Plant: %v", err)
+	}
+	if diff := cmp.Diff(plantstore.Plant(monstera), got); diff != "" {
+		t.Errorf("Plant mismatch (-want +got):\n%s", diff)
+	}
+	page, err := c.List(ctx, plantstore.ListOptions{Limit: 3})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var ids []int64
+	for _, p := range page {
+		ids = append(ids, p.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 10, 11}, ids); diff != "" {
+		t.Errorf("List ids mismatch (-want +got):\n%s", diff)
+	}
+	if err := c.Delete(ctx, 1); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := c.Plant(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Errorf("Plant after Delete: %v, want ErrNotFound", err)
+	}
+	if err := c.Delete(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	}
+	n := 0
+	for _, err := range c.All(ctx) {
+		if err != nil {
+			t.Fatalf("All: %v", err)
+		}
+		n++
+	}
+	if n != 5 {
+		t.Errorf("All yielded %d plants, want 5", n)
+	}
+	wrong, err := client.New(url, client.WithToken("wrong"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.Plant(ctx, 10); err == nil {
+		t.Error("a wrong token was accepted")
+	} else if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 401 {
+		t.Errorf("wrong token: %v, want a *client.Error with code 401", err)
+	}
+}

@@ -1,0 +1,448 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/client"
+)
+
+var (
+	errUnavailable = fmt.Errorf("db down: %w", plantstore.ErrUnavailable)
+	errUnknown     = fmt.Errorf("connection lost during commit: %w", plantstore.ErrOutcomeUnknown)
+)
+
+// A step is what one Create or Delete of scripted storage does: first
+// act, if set, then return err.
+type step struct {
+	act func(s *plantstore.MemoryStorage, p plantstore.Plant) error
+	err error
+}
+
+// stored acts as the call itself would.
+var stored = func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+	return s.Create(context.Background(), p)
+}
+
+// deleted acts as a delete would.
+var deleted = func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+	return s.Delete(context.Background(), p.ID)
+}
+
+// scripted is memory storage whose Creates and Deletes follow a script
+// of steps, one a call, and then behave normally.
+type scripted struct {
+	*plantstore.MemoryStorage
+	mu      sync.Mutex
+	creates []step
+	deletes []step
+}
+
+func (s *scripted) next(steps *[]step) (step, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(*steps) == 0 {
+		return step{}, false
+	}
+	st := (*steps)[0]
+	*steps = (*steps)[1:]
+	return st, true
+}
+
+func (s *scripted) run(st step, p plantstore.Plant) error {
+	if st.act != nil {
+		if err := st.act(s.MemoryStorage, p); err != nil {
+			return err
+		}
+	}
+	return st.err
+}
+
+func (s *scripted) Create(ctx context.Context, p plantstore.Plant) error {
+	if st, ok := s.next(&s.creates); ok {
+		return s.run(st, p)
+	}
+	return s.MemoryStorage.Create(ctx, p)
+}
+
+func (s *scripted) Delete(ctx context.Context, id int64) error {
+	if st, ok := s.next(&s.deletes); ok {
+		return s.run(st, plantstore.Plant{ID: id})
+	}
+	return s.MemoryStorage.Delete(ctx, id)
+}
+
+// waits records the bounds of the waits a client draws, and draws zero.
+type waits struct {
+	mu     sync.Mutex
+	bounds []time.Duration
+}
+
+func (w *waits) jitter(n int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bounds = append(w.bounds, time.Duration(n-1))
+	return 0
+}
+
+func TestRetryUnavailable(t *testing.T) {
+	tests := []struct {
+		name       string
+		failures   int
+		policy     client.RetryPolicy
+		wantErr    bool
+		wantBounds []time.Duration
+	}{
+		{name: "recovers", failures: 2,
+			policy:     client.RetryPolicy{MaxAttempts: 5, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second},
+			wantBounds: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}},
+		{name: "backoff capped", failures: 5,
+			policy: client.RetryPolicy{MaxAttempts: 6, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+			wantBounds: []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond,
+				5 * time.Millisecond, 5 * time.Millisecond}},
+		{name: "no cap", failures: 3,
+			policy:     client.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Hour},
+			wantBounds: []time.Duration{time.Hour, 2 * time.Hour, 4 * time.Hour}},
+		{name: "gives up", failures: 3, wantErr: true,
+			policy:     client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond},
+			wantBounds: []time.Duration{time.Millisecond, 2 * time.Millisecond}},
+		{name: "retries off", failures: 1, wantErr: true, policy: client.RetryPolicy{}},
+	}
+	for _, mode := range modes {
+		for _, tt := range tests {
+			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+				s := &scripted{MemoryStorage: plantstore.NewMemoryStorage()}
+				for range tt.failures {
+					s.creates = append(s.creates, step{err: errUnavailable})
+				}
+				srv, requests := serve(t, newHandler(s, mode.opts...))
+				var w waits
+				c := newClient(t, srv.URL, client.WithRetry(tt.policy), client.WithJitter(w.jitter))
+
+				np := plantstore.NewPlant{ID: 1, Name: "Monstera"}
+				p, err := c.Create(t.Context(), np)
+				wantAttempts := int64(min(tt.failures+1, max(tt.policy.MaxAttempts, 1)))
+				if n := requests.Load(); n != wantAttempts {
+					t.Errorf("%d attempts, want %d", n, wantAttempts)
+				}
+				if diff := cmp.Diff(tt.wantBounds, w.bounds); diff != "" {
+					t.Errorf("wait bounds mismatch (-want +got):\n%s", diff)
+				}
+				if tt.wantErr {
+					checkSentinel(t, err, plantstore.ErrUnavailable)
+					if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 503 {
+						t.Errorf("error %v, want a *client.Error with code 503", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				if diff := cmp.Diff(plantstore.Plant(np), p); diff != "" {
+					t.Errorf("Create mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestRetryUnknownOutcome checks that a create or delete whose outcome is
+// unknown is never repeated unless the caller opted in, and how a repeat
+// settles it when it did.
+func TestRetryUnknownOutcome(t *testing.T) {
+	np := plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true}
+	other := func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+		return s.Create(context.Background(), plantstore.Plant{ID: p.ID, Name: "someone else's"})
+	}
+	create := func(ctx context.Context, c *client.Client) error {
+		p, err := c.Create(ctx, np)
+		if err == nil && p != plantstore.Plant(np) {
+			return fmt.Errorf("created %+v, want %+v", p, np)
+		}
+		return err
+	}
+	del := func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, np.ID) }
+	tests := []struct {
+		name         string
+		exists       bool // np is stored before the call
+		creates      []step
+		deletes      []step
+		optIn        bool
+		call         func(context.Context, *client.Client) error
+		wantRequests int64
+		wantIs       error // nil: the call succeeds
+		wantCode     int
+		wantStored   bool
+		reason       string
+	}{
+		{name: "create not repeated", creates: []step{{act: stored, err: errUnknown}}, call: create,
+			wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504, wantStored: true,
+			reason: "it was stored: a repeat would have been answered 409"},
+		{name: "delete not repeated", exists: true, deletes: []step{{act: deleted, err: errUnknown}}, call: del,
+			wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504},
+		{name: "create repeated, its own plant found", optIn: true, creates: []step{{act: stored, err: errUnknown}},
+			call: create, wantRequests: 3, wantStored: true,
+			reason: "the repeat is answered 409, and a read finds the very plant"},
+		{name: "create repeated, not stored the first time", optIn: true, creates: []step{{err: errUnknown}},
+			call: create, wantRequests: 2, wantStored: true},
+		{name: "create repeated, another plant found", optIn: true, creates: []step{{act: other, err: errUnknown}},
+			call: create, wantRequests: 3, wantIs: plantstore.ErrConflict, wantCode: 409,
+			reason: "the id is taken by a plant that is not the one being created"},
+		{name: "delete repeated, gone", optIn: true, exists: true, deletes: []step{{act: deleted, err: errUnknown}},
+			call: del, wantRequests: 2},
+		{name: "create repeated, still unknown", optIn: true,
+			creates: []step{{err: errUnknown}, {err: errUnknown}, {err: errUnknown}},
+			call:    create, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504},
+		{name: "create repeated, then unavailable", optIn: true, creates: []step{{err: errUnknown}, {err: errUnavailable}, {err: errUnavailable}},
+			call: create, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504,
+			reason: "the first attempt may have stored it, whatever the later ones say"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scripted{MemoryStorage: plantstore.NewMemoryStorage(), creates: tt.creates, deletes: tt.deletes}
+			if tt.exists {
+				if err := s.MemoryStorage.Create(t.Context(), plantstore.Plant(np)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv, requests := serve(t, newHandler(s))
+			c := newClient(t, srv.URL,
+				client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: tt.optIn}))
+
+			err := tt.call(t.Context(), c)
+			if n := requests.Load(); n != tt.wantRequests {
+				t.Errorf("%d requests, want %d", n, tt.wantRequests)
+			}
+			checkSentinel(t, err, tt.wantIs)
+			if tt.wantIs == nil && err != nil {
+				t.Fatalf("error %v, want none", err)
+			}
+			if tt.wantIs != nil {
+				if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != tt.wantCode {
+					t.Errorf("error %v, want a *client.Error with code %d", err, tt.wantCode)
+				}
+			}
+			p, err := s.MemoryStorage.Plant(t.Context(), np.ID)
+			if isStored := err == nil && p == plantstore.Plant(np); isStored != tt.wantStored {
+				t.Errorf("plant stored: %v, want %v", isStored, tt.wantStored)
+			}
+		})
+	}
+}
+
+// refusedAddr returns a loopback address where nothing listens.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRetryConnectionRefused checks that a request whose connection was
+// refused, which the server never saw, is repeated, create included.
+func TestRetryConnectionRefused(t *testing.T) {
+	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	closed := refusedAddr(t)
+	var dials atomic.Int64
+	var refusals atomic.Int64
+	refusals.Store(2)
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) <= refusals.Load() {
+			addr = closed
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(transport.CloseIdleConnections)
+	c := newClient(t, srv.URL, client.WithHTTPClient(&http.Client{Transport: transport}),
+		client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
+
+	np := plantstore.NewPlant{ID: 1, Name: "Monstera"}
+	if _, err := c.Create(t.Context(), np); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if got := []int64{dials.Load(), requests.Load()}; got[0] != 3 || got[1] != 1 {
+		t.Errorf("dials, requests = %v, want [3 1]", got)
+	}
+
+	// Refused every time: nothing was sent, so nothing was stored.
+	transport.CloseIdleConnections()
+	dials.Store(0)
+	refusals.Store(1 << 62)
+	_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "Fern"})
+	checkSentinel(t, err, plantstore.ErrUnavailable)
+	if _, ok := errors.AsType[*net.OpError](err); !ok {
+		t.Errorf("error %v does not keep the dial error", err)
+	}
+	if n := dials.Load(); n != 3 {
+		t.Errorf("%d dials, want 3", n)
+	}
+}
+
+// TestNothingListening checks a client of an address where nothing
+// listens, with the default transport.
+func TestNothingListening(t *testing.T) {
+	c := newClient(t, "http://"+refusedAddr(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
+	err := c.Delete(t.Context(), 1)
+	checkSentinel(t, err, plantstore.ErrUnavailable)
+	err = c.Ping(t.Context())
+	checkSentinel(t, err, plantstore.ErrUnavailable)
+}
+
+// hangUp is a server that reads each request whole and then closes the
+// connection without answering.
+func hangUp(t *testing.T) (*http.Client, string, *atomic.Int64) {
+	t.Helper()
+	srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}))
+	transport := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport}, srv.URL, requests
+}
+
+func TestRetryAfterRequestSent(t *testing.T) {
+	policy := client.WithRetry(client.RetryPolicy{MaxAttempts: 3})
+	t.Run("create", func(t *testing.T) {
+		hc, url, requests := hangUp(t)
+		c := newClient(t, url, client.WithHTTPClient(hc), policy)
+		_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"})
+		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
+		if n := requests.Load(); n != 1 {
+			t.Errorf("%d requests, want 1: the server may have stored it", n)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		hc, url, requests := hangUp(t)
+		c := newClient(t, url, client.WithHTTPClient(hc), policy)
+		err := c.Delete(t.Context(), 1)
+		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
+		if n := requests.Load(); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
+	t.Run("create opted in", func(t *testing.T) {
+		hc, url, requests := hangUp(t)
+		c := newClient(t, url, client.WithHTTPClient(hc),
+			client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: true}))
+		_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"})
+		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
+		if n := requests.Load(); n != 3 {
+			t.Errorf("%d requests, want 3", n)
+		}
+	})
+	t.Run("read", func(t *testing.T) {
+		hc, url, requests := hangUp(t)
+		c := newClient(t, url, client.WithHTTPClient(hc), policy)
+		_, err := c.Plant(t.Context(), 1)
+		if err == nil {
+			t.Fatal("Plant succeeded against a server that never answers")
+		}
+		checkSentinel(t, err, nil)
+		if n := requests.Load(); n != 3 {
+			t.Errorf("%d requests, want 3: a read may be repeated", n)
+		}
+	})
+}
+
+// TestRetryReadThroughGateway checks that a read answered 502 by a
+// gateway is repeated, and a create is not.
+func TestRetryReadThroughGateway(t *testing.T) {
+	ms := plantstore.NewMemoryStorage()
+	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(ms)
+	var failures atomic.Int64
+	failures.Store(2)
+	srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failures.Add(-1) >= 0 {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, "<h1>502 Bad Gateway</h1>")
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
+	if _, err := c.Plant(t.Context(), 1); err != nil {
+		t.Fatalf("Plant: %v", err)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Errorf("%d requests, want 3", n)
+	}
+
+	failures.Store(1)
+	requests.Store(0)
+	_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "b"})
+	checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestBackoffEndsWithContext cancels the context as the client starts an
+// hour's wait: the call must return at once with the context's error.
+func TestBackoffEndsWithContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		creates []step
+		wantIs  error
+	}{
+		{"unavailable", []step{{err: errUnavailable}}, plantstore.ErrUnavailable},
+		{"outcome unknown, opted in", []step{{err: errUnknown}}, plantstore.ErrOutcomeUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scripted{MemoryStorage: plantstore.NewMemoryStorage(), creates: tt.creates}
+			srv, requests := serve(t, newHandler(s))
+			ctx, cancel := context.WithCancel(t.Context())
+			c := newClient(t, srv.URL,
+				client.WithRetry(client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: time.Hour, RetryUnknownOutcome: true}),
+				client.WithJitter(func(n int64) int64 {
+					cancel()
+					return n - 1
+				}))
+			_, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v, want context.Canceled", err)
+			}
+			checkSentinel(t, err, tt.wantIs)
+			if n := requests.Load(); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestPingOnce checks that Ping reports the server's state with one
+// attempt.
+func TestPingOnce(t *testing.T) {
+	srv, requests := serve(t, newHandler(failing{errUnavailable}))
+	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 5}))
+	checkSentinel(t, c.Ping(t.Context()), plantstore.ErrUnavailable)
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}

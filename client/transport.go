@@ -1,0 +1,115 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/plantstore/plantstore"
+)
+
+// A call is one request a Client method makes, however many attempts it
+// takes.
+type call struct {
+	method string
+	url    string
+	body   []byte // the JSON body, or nil for none
+	// write marks a create or delete, whose outcome may be unknown after
+	// a failure.
+	write bool
+	// plant marks a request for one plant's path, where error 404 means
+	// that no plant has that id.
+	plant bool
+	// once makes the call a single attempt.
+	once bool
+}
+
+// A response is the successful answer to a call.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	// bodyErr is why the body could not be read in full. The status is
+	// still the server's answer.
+	bodyErr error
+	url     *url.URL // the URL that answered, after any redirects
+}
+
+// maxErrorBody bounds how much of an error response is read: an Error is
+// short, and a proxy's page need not be read whole.
+const maxErrorBody = 64 << 10
+
+// attempt sends cl once and tells what its failure, if any, means.
+func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, error) {
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, cl.url, body)
+	if err != nil {
+		return nil, final, fmt.Errorf("client: %w", err)
+	}
+	if cl.body != nil {
+		req.Header["Content-Type"] = []string{"application/json"}
+	}
+	req.Header["Accept"] = []string{"application/json"}
+	if c.token != "" {
+		req.Header["Authorization"] = []string{"Bearer " + c.token}
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		f, err := c.transportFailure(ctx, cl, err)
+		return nil, f, err
+	}
+	defer res.Body.Close()
+	if res.Request.Method != cl.method {
+		// A redirect that http.Client followed with another method (a 301,
+		// 302 or 303 to a POST or DELETE is followed with GET): the answer
+		// is not to this call.
+		return nil, final, fmt.Errorf("client: %s %s was redirected to %s and followed with %s: give the client the URL the server moved to",
+			cl.method, cl.url, res.Request.URL.Redacted(), res.Request.Method)
+	}
+	if res.StatusCode >= 200 && res.StatusCode <= 299 {
+		b, err := io.ReadAll(res.Body)
+		if err != nil && !cl.write {
+			// A read can simply be asked again.
+			return nil, readFailed, fmt.Errorf("client: %s %s: reading the response: %w", cl.method, cl.url, err)
+		}
+		return &response{status: res.StatusCode, header: res.Header, body: b, bodyErr: err, url: res.Request.URL}, final, nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	e := responseError(cl, res.StatusCode, res.Header, b)
+	return nil, e.failure(cl), e
+}
+
+// transportFailure classifies an error of http.Client.Do, where no
+// response arrived.
+func (c *Client) transportFailure(ctx context.Context, cl *call, err error) (failure, error) {
+	// A failed dial made no connection, so not a byte of the request
+	// reached the server.
+	op, ok := errors.AsType[*net.OpError](err)
+	dial := ok && op.Op == "dial"
+	if cerr := ctx.Err(); cerr != nil {
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if dial || !cl.write {
+			return final, fmt.Errorf("client: %w", err)
+		}
+		return unknownOutcome, &transportError{sentinel: plantstore.ErrOutcomeUnknown, err: err}
+	}
+	switch {
+	case dial:
+		return notKept, &transportError{sentinel: plantstore.ErrUnavailable, err: err}
+	case !cl.write:
+		return readFailed, fmt.Errorf("client: %w", err)
+	}
+	// The request may have reached the server, and been acted on, before
+	// the connection failed.
+	return unknownOutcome, &transportError{sentinel: plantstore.ErrOutcomeUnknown, err: err}
+}

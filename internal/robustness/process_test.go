@@ -1,0 +1,180 @@
+package robustness
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// binary builds the plantstore command once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts the real binary; skipped in -short mode")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "plantstore-robustness-bin-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "plantstore"),
+			"github.com/plantstore/plantstore/cmd/plantstore").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "plantstore")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+const token = "robustness-test-token"
+
+// A server is one plantstore instance that may be killed and started
+// again with the same arguments, on a new port.
+type server struct {
+	t    *testing.T
+	name string
+	args []string
+	log  *tailBuffer // standard error of every run, the last part kept
+
+	url   atomic.Pointer[string] // nil while the instance is down
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited
+	kills int
+}
+
+// startServer starts the built binary with args and waits until it
+// listens. The instance is killed when the test ends.
+func startServer(t *testing.T, name string, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, name: name, args: args, log: &tailBuffer{max: 4 << 10}}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cmd != nil {
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+		if t.Failed() {
+			t.Logf("%s's standard error, the end:\n%s", s.name, s.log)
+		}
+	})
+	return s
+}
+
+// URL returns the instance's base URL, or "" while it is down.
+func (s *server) URL() string {
+	if u := s.url.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+func (s *server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(binary(s.t), append([]string{"-addr", "127.0.0.1:0", "-log-level", "warn"}, s.args...)...)
+	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+token)
+	cmd.Stderr = s.log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				urls <- u
+			}
+		}
+		cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+	select {
+	case u := <-urls:
+		s.url.Store(&u)
+		return nil
+	case <-done:
+		s.cmd = nil
+		return fmt.Errorf("%s exited before listening: %v\n%s", s.name, cmd.ProcessState, s.log)
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("%s did not start within 60 s:\n%s", s.name, s.log)
+	}
+}
+
+// kill sends SIGKILL to the instance and waits until it has exited.
+func (s *server) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.url.Store(nil)
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+	s.cmd = nil
+	s.kills++
+}
+
+// restart kills the instance and starts it again.
+func (s *server) restart() error {
+	s.kill()
+	return s.start()
+}
+
+// A tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b = append(b.b, p...)
+	if over := len(b.b) - b.max; over > 0 {
+		b.b = append(b.b[:0], b.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.b)
+}
