@@ -85,10 +85,14 @@ func startFleet(t *testing.T) *fleet {
 			"PLANTSTORE_TOKENS="+token,
 		),
 	}
+	// PLANTSTORE_KEEP_FLEET=1 keeps the directory, with HAProxy's and
+	// each instance's log, for a failure to be looked into.
 	t.Cleanup(func() {
 		f.script(t, "stop")
-		if os.Getenv("KEEPFLEET") == "" {
+		if os.Getenv("PLANTSTORE_KEEP_FLEET") == "" {
 			os.RemoveAll(dir)
+		} else {
+			t.Logf("kept %s", dir)
 		}
 	})
 	out := f.script(t, "start")
