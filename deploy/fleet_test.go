@@ -1,0 +1,413 @@
+// Package deploy_test starts the fleet that deploy/fleet.sh describes and
+// checks what its clients see when an instance dies under load.
+package deploy_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const token = "fleet-test-token"
+
+// fleet is a running deploy/fleet.sh.
+type fleet struct {
+	dir string
+	url string // HAProxy's
+	// instances are the plantstore processes' addresses, ps1 first.
+	instances []string
+	env       []string
+}
+
+// startFleet builds plantstore and runs fleet.sh start with a private
+// PostgreSQL cluster, three instances and HAProxy on free loopback ports.
+// It skips the test, saying why, when this machine lacks what the script
+// needs.
+func startFleet(t *testing.T) *fleet {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts PostgreSQL, three plantstore processes and HAProxy; skipped in -short mode")
+	}
+	for _, prog := range []string{"haproxy", "curl"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("SKIPPING: %s is not installed (Debian: apt-get install %s; .ci/run installs haproxy)", prog, prog)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/postgresql/15/bin/initdb"); err != nil {
+		t.Skipf("SKIPPING: fleet.sh needs PostgreSQL 15's server programs for its private cluster: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			t.Skipf("SKIPPING: running as root, fleet.sh needs a postgres user to run PostgreSQL as: %v", err)
+		}
+	}
+
+	// The postgres user must reach the cluster's directory, which
+	// t.TempDir's private parents would forbid.
+	dir, err := os.MkdirTemp("", "fleet-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "plantstore")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/plantstore").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ports := freePorts(t, 5)
+	f := &fleet{
+		dir:       dir,
+		url:       "http://127.0.0.1:" + ports[0],
+		instances: []string{"127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2], "127.0.0.1:" + ports[3]},
+		env: append(os.Environ(),
+			"FLEET_DIR="+dir,
+			"FLEET_LB_ADDR=127.0.0.1:"+ports[0],
+			"FLEET_PORTS="+strings.Join(ports[1:4], " "),
+			"FLEET_PG_PORT="+ports[4],
+			"PLANTSTORE_BIN="+bin,
+			"PLANTSTORE_TOKENS="+token,
+		),
+	}
+	// PLANTSTORE_KEEP_FLEET=1 keeps the directory, with HAProxy's and
+	// each instance's log, for a failure to be looked into.
+	t.Cleanup(func() {
+		f.script(t, "stop")
+		if os.Getenv("PLANTSTORE_KEEP_FLEET") == "" {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("kept %s", dir)
+		}
+	})
+	out := f.script(t, "start")
+	t.Logf("fleet.sh start: %s", strings.TrimSpace(out))
+	return f
+}
+
+// script runs fleet.sh with the fleet's settings and returns its output.
+func (f *fleet) script(t *testing.T, cmd string) string {
+	t.Helper()
+	c := exec.Command("./fleet.sh", cmd)
+	c.Env = f.env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fleet.sh %s: %v\n%s", cmd, err, out)
+	}
+	return string(out)
+}
+
+// pid returns the process id fleet.sh recorded for name (ps1, haproxy…).
+func (f *fleet) pid(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dir, name+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s.pid: %v", name, err)
+	}
+	return pid
+}
+
+// serverStatus asks HAProxy's stats socket for each server's status (UP,
+// DOWN…).
+func (f *fleet) serverStatus(t *testing.T) map[string]string {
+	t.Helper()
+	c, err := net.Dial("unix", filepath.Join(f.dir, "haproxy.sock"))
+	if err != nil {
+		t.Fatalf("HAProxy's stats socket: %v", err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "show stat\n"); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(c)
+	var header []string
+	status := map[string]string{}
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ",")
+		if h, ok := strings.CutPrefix(sc.Text(), "# "); ok {
+			header = strings.Split(h, ",")
+			continue
+		}
+		for i, name := range header {
+			if name == "status" && i < len(fields) && len(fields) > 1 {
+				status[fields[1]] = fields[i]
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// freePorts returns n loopback ports nothing listens on.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var ports []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ports = append(ports, port)
+	}
+	return ports
+}
+
+var client = &http.Client{
+	Timeout:   60 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
+}
+
+// create posts a plant and returns the status and the Error code (0 for a
+// 200), or an error when no complete answer arrived. conn describes the
+// connection it went out on, for failure messages.
+func create(url string, id int64, conn *string) (status, code int, err error) {
+	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
+	if err != nil {
+		return 0, 0, err
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			*conn = fmt.Sprintf("from %v, reused %v, idle %v", info.Conn.LocalAddr(), info.Reused, info.IdleTime)
+		},
+	}))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return 200, 0, nil
+	}
+	var e struct{ Error int }
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == 0 {
+		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
+	}
+	return resp.StatusCode, e.Error, nil
+}
+
+// listAll pages through GET /plants and returns every stored plant's name.
+func listAll(t *testing.T, url string) map[int64]string {
+	t.Helper()
+	got := map[int64]string{}
+	after := ""
+	for {
+		req, _ := http.NewRequest("GET", url+"/plants?limit=1000"+after, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []struct {
+			ID   int64
+			Name string
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("list: status %d, %v", resp.StatusCode, err)
+		}
+		for _, p := range page {
+			got[p.ID] = p.Name
+		}
+		if len(page) < 1000 {
+			return got
+		}
+		after = fmt.Sprintf("&after=%d", page[len(page)-1].ID)
+	}
+}
+
+// waitRefused waits until nothing listens on addr any more, as when the
+// process that did has died (its last thread gone, its sockets closed), and
+// returns when it noticed.
+func waitRefused(t *testing.T, addr string) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		c, err := net.Dial("tcp", addr)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return time.Now()
+		}
+		if err == nil {
+			c.Close()
+		}
+	}
+	t.Fatalf("%s still accepts connections 10 s after SIGKILL", addr)
+	return time.Time{}
+}
+
+// An outcome is one create sent through HAProxy.
+type outcome struct {
+	id         int64
+	start, end time.Time
+	status     int
+	code       int
+	err        error
+	conn       string
+}
+
+// TestInstanceKilledUnderLoad drives creates through HAProxy, SIGKILLs one
+// of the three instances in the middle, and checks what clients saw: a
+// failure only for a create in flight while the instance died, answered
+// error 504 (outcome unknown) or with the connection closed, no more
+// failures than creates were in flight, none after it, and every
+// acknowledged create stored.
+func TestInstanceKilledUnderLoad(t *testing.T) {
+	f := startFleet(t)
+	t.Cleanup(client.CloseIdleConnections)
+
+	const workers = 32
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		nextID   atomic.Int64
+		inFlight atomic.Int64
+		acked    atomic.Int64
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				o := outcome{id: nextID.Add(1)}
+				inFlight.Add(1)
+				o.start = time.Now()
+				o.status, o.code, o.err = create(f.url, o.id, &o.conn)
+				o.end = time.Now()
+				inFlight.Add(-1)
+				if o.err == nil && o.status == 200 {
+					acked.Add(1)
+				}
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+			}
+		})
+	}
+	stopLoad := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	defer stopLoad()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				stopLoad()
+				t.Fatalf("gave up waiting for %s", what)
+			}
+		}
+	}
+
+	waitFor("creates before the kill", func() bool { return acked.Load() >= 2000 })
+	victim := f.pid(t, "ps2")
+	inFlightAtKill := inFlight.Load()
+	killed := time.Now()
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The process takes a few milliseconds to die, and until it has, its
+	// listening socket still completes connections: a request sent then is
+	// in flight at the kill as much as one sent before it.
+	dead := waitRefused(t, f.instances[1])
+	waitFor("HAProxy to mark the killed instance down", func() bool { return f.serverStatus(t)["ps2"] == "DOWN" })
+	markedDown := time.Since(killed)
+	ackedAtKill := acked.Load()
+	waitFor("creates after the kill", func() bool { return acked.Load() >= ackedAtKill+2000 })
+	stopLoad()
+	if st := f.serverStatus(t); st["ps1"] != "UP" || st["ps3"] != "UP" {
+		t.Errorf("HAProxy's servers after the kill: %v, want ps1 and ps3 UP", st)
+	}
+
+	stored := listAll(t, f.url)
+	var ok, lost, startedWhileDying, unknown, closed, failedKept int
+	for _, o := range outcomes {
+		if !o.start.Before(killed) && o.start.Before(dead) {
+			startedWhileDying++
+		}
+		if o.err == nil && o.status == 200 {
+			ok++
+			if stored[o.id] != fmt.Sprint("plant-", o.id) {
+				lost++
+				t.Errorf("create %d was answered 200 but is not stored", o.id)
+			}
+			continue
+		}
+		if _, isStored := stored[o.id]; isStored {
+			failedKept++
+		}
+		switch {
+		case errors.Is(o.err, io.EOF) || errors.Is(o.err, syscall.ECONNRESET):
+			// HAProxy closes a client connection without an answer when
+			// a request after the connection's first fails this way, so
+			// that the client may retry it if it is idempotent.
+			closed++
+		case o.err != nil:
+			t.Errorf("create %d: %v (connection %s), want an answer or a closed connection", o.id, o.err, o.conn)
+		case o.code == 504:
+			unknown++
+		default:
+			t.Errorf("create %d = %d with error %d, want 200, or error 504 when in flight at the kill", o.id, o.status, o.code)
+		}
+		if !o.start.Before(dead) || o.end.Before(killed) {
+			t.Errorf("create %d failed (%d, error %d, %v) but was not in flight while the instance died (sent %v after the kill, answered %v after it; it died %v after it)",
+				o.id, o.status, o.code, o.err, o.start.Sub(killed), o.end.Sub(killed), dead.Sub(killed))
+		}
+	}
+	if failed := int64(unknown + closed); failed > inFlightAtKill+int64(startedWhileDying) {
+		t.Errorf("%d creates failed, more than the %d in flight at the kill and the %d sent while the instance died",
+			failed, inFlightAtKill, startedWhileDying)
+	}
+	t.Logf("%d creates through HAProxy: %d acknowledged, %d of them lost; SIGKILL with %d in flight (on all three instances), %d more sent in the %v it took to die; %d failed: %d with error 504, %d with the connection closed; %d of those were stored; HAProxy marked the instance down %v after the kill",
+		len(outcomes), ok, lost, inFlightAtKill, startedWhileDying, dead.Sub(killed).Round(100*time.Microsecond),
+		unknown+closed, unknown, closed, failedKept, markedDown.Round(time.Millisecond))
+
+	// With every instance gone, HAProxy answers error 503 itself: no
+	// instance got the request.
+	for _, name := range []string{"ps1", "ps3"} {
+		if err := syscall.Kill(f.pid(t, name), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("HAProxy to mark every instance down", func() bool {
+		st := f.serverStatus(t)
+		return st["ps1"] == "DOWN" && st["ps3"] == "DOWN"
+	})
+	var conn string
+	if status, code, err := create(f.url, -1, &conn); err != nil || code != 503 {
+		t.Errorf("create with no instance up = %d with error %d, %v; want error 503", status, code, err)
+	}
+
+}
