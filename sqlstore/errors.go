@@ -85,9 +85,11 @@ func rolledBack(err error) bool {
 	var pg interface{ SQLState() string }
 	if errors.As(err, &pg) {
 		// The server answered the COMMIT. Only a shutdown or a broken
-		// connection (classes 57 and 08) can arrive after it committed.
+		// connection (classes 57 and 08) can arrive after it committed, and
+		// 40003 says outright that the outcome is unknown (CockroachDB
+		// answers it for an ambiguous commit).
 		state := pg.SQLState()
-		return !strings.HasPrefix(state, "57") && !strings.HasPrefix(state, "08")
+		return !strings.HasPrefix(state, "57") && !strings.HasPrefix(state, "08") && state != "40003"
 	}
 	if code, ok := sqliteCode(err); ok {
 		// SQLite rolls back a COMMIT that fails for want of the lock or of
