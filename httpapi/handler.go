@@ -8,6 +8,10 @@
 // text}, where code is the conventional HTTP status of the condition; the
 // response status itself is the contract's 400 unless
 // [WithConventionalStatus] is given.
+//
+// Every response carries the request's id in X-Request-Id: the client's own
+// when it sent a usable one, or else a generated one (see [RequestID]). The
+// handler's log lines name it as request_id.
 package httpapi
 
 import (
@@ -48,6 +52,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
+	h.logger = slog.New(idHandler{h.logger.Handler()})
 	h.tooLarge = errBodyTooLarge(h.maxBody)
 	if h.auth == nil && !h.noAuth {
 		h.logger.Warn("httpapi: no authenticator configured; every request that needs a token is rejected")
@@ -74,11 +79,18 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
 	h.router = r
+	return h
+}
 
+// ServeHTTP gives r its request id, then routes it, through the access log
+// when there is one.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withRequestID(w, r)
 	if h.accessLog != nil {
-		return http.HandlerFunc(h.serveLogged)
+		h.serveLogged(w, r)
+		return
 	}
-	return r
+	h.router.ServeHTTP(w, r)
 }
 
 // recovered answers a request whose handler panicked, and logs the panic
@@ -418,6 +430,7 @@ func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Tim
 		slog.String("path", r.URL.Path),
 		slog.Int("status", rec.status),
 		slog.Duration("duration", end.Sub(start)),
+		slog.String(requestIDAttr, RequestID(ctx)),
 		slog.Int("error", rec.code),
 	}
 	n := len(attrs)
