@@ -16,7 +16,7 @@ import (
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
 // no subscribers. It is read before anything is opened, so that a missing
 // secret stops the binary before it creates a database.
-func webhookSecret(o options, getenv func(string) string) (string, error) {
+func webhookSecret(o *options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
@@ -39,7 +39,7 @@ func webhookSecret(o options, getenv func(string) string) (string, error) {
 // the plant's own transaction; memory storage keeps pending deliveries in
 // memory. It adds to psOpts what the PlantStore needs, and returns a
 // function that stops delivery.
-func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
+func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
 	if len(o.webhooks) == 0 {
 		return func() {}, nil
 	}
