@@ -6,9 +6,13 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -80,7 +84,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 			map[string]string{"PLANTSTORE_WEBHOOK": "http://a.example/h1,http://b.example/h2"},
 			defaults(func(s *settings) { s.Webhooks = []string{"http://c.example/h"} }),
 			"the command line's list replaces the variable's, it does not add to it"},
-		{"version is not read from the environment", nil, map[string]string{"PLANTSTORE_VERSION": "true"},
+		{"version is not read from the environment", nil, map[string]string{envName("version"): "true"},
 			defaults(func(*settings) {}), ""},
 	}
 	for _, tt := range tests {
@@ -111,18 +115,18 @@ func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"PLANTSTORE_METRICS_ADDR": "127.0.0.1:9090", "PLANTSTORE_PEER": "a,b"}
+	env := map[string]string{envName("metrics-addr"): "127.0.0.1:9090", envName("peer"): "a,b"}
 	fromEnv, err := applyEnv(fs, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *metricsAddr != "127.0.0.1:9090" {
-		t.Errorf("-metrics-addr = %q, want PLANTSTORE_METRICS_ADDR's 127.0.0.1:9090", *metricsAddr)
+		t.Errorf("-metrics-addr = %q, want its variable's 127.0.0.1:9090", *metricsAddr)
 	}
 	if diff := cmp.Diff(listFlag{"a", "b"}, peers); diff != "" {
 		t.Errorf("-peer mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"metrics-addr": "PLANTSTORE_METRICS_ADDR", "peer": "PLANTSTORE_PEER"}, fromEnv); diff != "" {
+	if diff := cmp.Diff(map[string]string{"metrics-addr": envName("metrics-addr"), "peer": envName("peer")}, fromEnv); diff != "" {
 		t.Errorf("flags set from the environment (-want +got):\n%s", diff)
 	}
 }
@@ -324,5 +328,65 @@ func TestRunLogsAndFlushesAFatalError(t *testing.T) {
 	last := lines[len(lines)-1]
 	if last["level"] != "ERROR" || last["msg"] != "plantstore failed" || !strings.Contains(last["err"].(string), "address already in use") {
 		t.Errorf("last log line = %v, want the error at level ERROR", last)
+	}
+}
+
+// otherVariables are the PLANTSTORE_ variables that set no flag.
+var otherVariables = map[string]string{
+	"PLANTSTORE_TOKENS":            "accepted tokens (cmd/plantstore, cmd/plantload, examples)",
+	"PLANTSTORE_WEBHOOK_SECRET":    "the webhook signing secret",
+	"PLANTSTORE_TEST_POSTGRES_DSN": "the PostgreSQL server of the tests",
+	"PLANTSTORE_BIN":               "scripts/loopback-bench.sh: the server binary to measure",
+	"PLANTSTORE_ARGS":              "scripts/loopback-bench.sh: its arguments",
+}
+
+// TestVariablesAreSpelledOneWay checks that every PLANTSTORE_ variable
+// the commands, examples, scripts and documents mention is one the binary
+// reads, so that no program spells one differently.
+func TestVariablesAreSpelledOneWay(t *testing.T) {
+	known := map[string]bool{}
+	for v := range otherVariables {
+		known[v] = true
+	}
+	o, _ := parseFlags(nil, func(string) string { return "" })
+	o.fs.VisitAll(func(f *flag.Flag) {
+		if !noEnv[f.Name] {
+			known[envName(f.Name)] = true
+		}
+	})
+	variable := regexp.MustCompile(`PLANTSTORE_[A-Z0-9_]*[A-Z0-9]`)
+	checked := 0
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".sh", ".service", "":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, v := range variable.FindAllString(string(b), -1) {
+			if !known[v] {
+				t.Errorf("%s mentions %s, which nothing reads", path, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d files, want the whole repository", checked)
 	}
 }
