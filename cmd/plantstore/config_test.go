@@ -8,12 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -388,5 +390,34 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("checked %d files, want the whole repository", checked)
+	}
+}
+
+// TestSystemdUnitSettings checks that the variables deploy/plantstore.service
+// sets are ones the binary reads, with values it accepts.
+func TestSystemdUnitSettings(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/plantstore.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	credentials := t.TempDir() // what systemd substitutes for %d
+	env := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "Environment="); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = strings.ReplaceAll(v, "%d", credentials)
+		}
+	}
+	if len(env) == 0 {
+		t.Fatal("the unit sets no variable")
+	}
+	o, err := parseFlags(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the unit's settings do not parse: %v", err)
+	}
+	for k := range env {
+		if !slices.Contains(slices.Collect(maps.Values(o.fromEnv)), k) {
+			t.Errorf("the unit sets %s, which sets no flag", k)
+		}
 	}
 }
