@@ -77,8 +77,8 @@ func (o *options) name(f string) string {
 	return "-" + f
 }
 
-// errBadArgs marks an error in the command line or in the flags'
-// variables.
+// errBadArgs marks a command line that does not parse: main exits 2 for
+// it, as the flag package's own programs do.
 var errBadArgs = errors.New("see plantstore -h")
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -133,9 +133,12 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.shutdownTimeout < 0 {
 		return o, fmt.Errorf("%s must not be negative", o.name("shutdown-timeout"))
 	}
-	for _, f := range []string{"read-header-timeout", "read-timeout", "write-timeout"} {
-		if d := fs.Lookup(f).Value.(flag.Getter).Get().(time.Duration); d <= 0 {
-			return o, fmt.Errorf("%s must be positive", o.name(f))
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}} {
+		if t.d <= 0 {
+			return o, fmt.Errorf("%s must be positive", o.name(t.flag))
 		}
 	}
 	return o, nil
