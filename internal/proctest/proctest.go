@@ -47,6 +47,7 @@ type Buffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p to the buffer.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
