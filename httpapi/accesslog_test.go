@@ -45,20 +45,36 @@ func TestAccessLog(t *testing.T) {
 	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
 		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
 
-	send := func(method, target, auth, body string) {
+	// send returns the request id the response carries.
+	send := func(method, target, auth, requestID, body string) string {
 		req := httptest.NewRequest(method, target, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if auth != "" {
 			req.Header.Set("Authorization", "Bearer "+auth)
 		}
-		h.ServeHTTP(httptest.NewRecorder(), req)
+		if requestID != "" {
+			req.Header.Set("X-Request-Id", requestID)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Header().Get("X-Request-Id")
 	}
 	before := time.Now()
-	send("POST", "/plants", testToken, `{"id":1,"name":"Fern"}`)
-	send("POST", "/plants?x=1", testToken, `{"id":1,"name":"Fern"}`)
-	send("POST", "/plants", "wrong-"+testToken, `{"id":2,"name":"Fern"}`)
-	send("GET", "/nowhere", "", "")
+	ids := []string{
+		send("POST", "/plants", testToken, "client-id-1", `{"id":1,"name":"Fern"}`),
+		send("POST", "/plants?x=1", testToken, "", `{"id":1,"name":"Fern"}`),
+		send("POST", "/plants", "wrong-"+testToken, "", `{"id":2,"name":"Fern"}`),
+		send("GET", "/nowhere", "", "bad id", ""),
+	}
 	after := time.Now()
+	if ids[0] != "client-id-1" {
+		t.Errorf("X-Request-Id = %q, want the client's client-id-1", ids[0])
+	}
+	for _, id := range ids[1:] {
+		if !generatedID.MatchString(id) {
+			t.Errorf("X-Request-Id = %q, want a generated id of 32 hex digits", id)
+		}
+	}
 
 	type line struct {
 		Level slog.Level
@@ -85,10 +101,10 @@ func TestAccessLog(t *testing.T) {
 		got = append(got, l)
 	}
 	want := []line{
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "200"}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "409"}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "401"}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "GET", "path": "/nowhere", "status": "400", "error": "404"}},
+		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "200", "request_id": ids[0]}},
+		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "409", "request_id": ids[1]}},
+		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "401", "request_id": ids[2]}},
+		{slog.LevelInfo, "request", 0, map[string]string{"method": "GET", "path": "/nowhere", "status": "400", "error": "404", "request_id": ids[3]}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("access lines mismatch (-want +got):\n%s", diff)

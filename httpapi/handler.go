@@ -10,6 +10,10 @@
 // text}, where code is the conventional HTTP status of the condition; the
 // response status itself is the contract's 400 unless
 // [WithConventionalStatus] is given.
+//
+// Every response carries the request's id in X-Request-Id: the client's own
+// when it sent a usable one, or else a generated one (see [RequestID]). The
+// handler's log lines name it as request_id.
 package httpapi
 
 import (
@@ -31,8 +35,9 @@ import (
 
 type handler struct {
 	config
-	ps     *plantstore.PlantStore
-	router *httprouter.Router
+	ps *plantstore.PlantStore
+	// routes is the router, behind the CORS policy when there is one.
+	routes http.Handler
 	// tooLarge is the error for a body over maxBody, made once.
 	tooLarge *apiError
 	// document is the OpenAPI document served, its servers set by
@@ -56,6 +61,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
+	h.logger = slog.New(idHandler{h.logger.Handler()})
 	h.tooLarge = errBodyTooLarge(h.maxBody)
 	h.document = withServerURL(openAPIDocument, h.baseURL)
 	h.documentLength = []string{strconv.Itoa(len(h.document))}
@@ -84,19 +90,25 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	get(r, "/openapi.json", h.openAPI)
 	get(r, "/healthz", h.healthz)
 	get(r, "/readyz", h.readyz)
-	h.router = r
-
+	h.routes = r
+	if h.cors != nil {
+		h.routes = h.cors.handler(r)
+	}
 	if h.registerer != nil {
 		h.metrics = newHTTPMetrics(h.registerer)
 	}
-	var root http.Handler = r
+	return h
+}
+
+// ServeHTTP gives r its request id, then routes it, through the access log
+// and the metrics when there are any.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withRequestID(w, r)
 	if h.accessLog != nil || h.metrics != nil {
-		root = http.HandlerFunc(h.serveLogged)
+		h.serveLogged(w, r)
+		return
 	}
-	if h.cors != nil {
-		root = h.cors.handler(root)
-	}
-	return root
+	h.routes.ServeHTTP(w, r)
 }
 
 // recovered answers a request whose handler panicked, and logs the panic
@@ -427,7 +439,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
-	h.router.ServeHTTP(rec, r)
+	h.routes.ServeHTTP(rec, r)
 }
 
 // logAccess writes the access line of a request that started at start,
@@ -452,6 +464,7 @@ func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Tim
 		slog.String("path", r.URL.Path),
 		slog.Int("status", rec.status),
 		slog.Duration("duration", end.Sub(start)),
+		slog.String(requestIDAttr, RequestID(ctx)),
 		slog.Int("error", rec.code),
 	}
 	n := len(attrs)

@@ -36,10 +36,10 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 		t.Errorf("route label %s is not a path of the document", l)
 	}
 
-	router, ok := New(plantstore.New(plantstore.NewMemoryStorage()),
-		WithLogger(slog.New(slog.DiscardHandler))).(*httprouter.Router)
+	h := New(plantstore.New(plantstore.NewMemoryStorage()), WithLogger(slog.New(slog.DiscardHandler))).(*handler)
+	router, ok := h.routes.(*httprouter.Router)
 	if !ok {
-		t.Fatal("New without options did not return the router itself")
+		t.Fatal("without WithCORS, the handler's routes are not the router itself")
 	}
 	paths := []string{
 		"/", "", "/plants", "/plants/", "/plants/1", "/plants/-1", "/plants/abc", "/plants/1/",
@@ -69,7 +69,7 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 func TestCodeOfKnowsEveryCode(t *testing.T) {
 	for _, e := range []*apiError{errMissingToken, errMalformedAuth, errInvalidToken401, errNoAuthenticator,
 		errContentType, errContentEncoding, errNotFoundPath, errMethod, errInternal, errUnavailable,
-		errOutcome, errConflict, errPlantMissing, errBadID, errReadBody, errBodyTooLarge(1)} {
+		errOutcome, errConflict, errPlantMissing, errBadID, errMalformedQuery, errReadBody, errBodyTooLarge(1)} {
 		i := codeOf(e.code)
 		if i < 0 || codeLabels[i] != strconv.Itoa(e.code) {
 			t.Errorf("codeOf(%d) = %d, want the index of %q in %q", e.code, i, strconv.Itoa(e.code), codeLabels)

@@ -64,14 +64,15 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // WithLogger sets where the handler logs internal errors and recovered
-// panics. The default is [slog.Default].
+// panics. The default is [slog.Default]. A line logged while serving a
+// request carries the request's id as request_id (see [RequestID]).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
 // WithAccessLog makes the handler log one line per request to l at level
-// Info: method, path, status, error code and duration. Tokens and bodies
-// are never logged.
+// Info: method, path, status, duration, request id and error code. Tokens
+// and bodies are never logged.
 func WithAccessLog(l *slog.Logger) Option {
 	return func(c *config) { c.accessLog = l }
 }

@@ -8,12 +8,13 @@
 //	          [-start-id ID] [-name NAME] [-tag TAG] [-timeout 10s]
 //
 // Requests go to <url>/plants only; redirects are not followed and no proxy
-// is used. The token comes from -token or else from $PLANTSTORE_TOKEN and is
-// sent as a bearer credential. The run stops after -d or after -n requests,
-// whichever comes first; at least one of them must be set. Every request
-// carries a distinct id, counting up from -start-id, whose default is the
-// current time in nanoseconds so that reruns against one server do not
-// collide.
+// is used. The token comes from -token or else is the first of the
+// comma-separated $PLANTSTORE_TOKENS, the variable the server reads its
+// tokens from, and is sent as a bearer credential. The run stops after -d
+// or after -n requests, whichever comes first; at least one of them must
+// be set. Every request carries a distinct id, counting up from -start-id,
+// whose default is the current time in nanoseconds so that reruns against
+// one server do not collide.
 package main
 
 import (

@@ -40,7 +40,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the server; requests go to `URL`/plants")
-	fs.StringVar(&c.token, "token", "", "bearer token (default $PLANTSTORE_TOKEN)")
+	fs.StringVar(&c.token, "token", "", "bearer `token` (default: the first of $PLANTSTORE_TOKENS, the server's variable)")
 	fs.IntVar(&c.conns, "c", 32, "number of connections, one worker each")
 	fs.DurationVar(&c.duration, "d", 10*time.Second, "run for this long (0: no time bound)")
 	fs.Int64Var(&c.total, "n", 0, "send this many requests in total (0: no count bound)")
@@ -67,7 +67,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		c.startID = time.Now().UnixNano()
 	}
 	if c.token == "" {
-		c.token = getenv("PLANTSTORE_TOKEN")
+		// The variable the server reads its tokens from, so that one
+		// export serves both.
+		for t := range strings.SplitSeq(getenv("PLANTSTORE_TOKENS"), ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.token = t
+				break
+			}
+		}
 	}
 	switch {
 	case c.conns < 1:

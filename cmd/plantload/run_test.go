@@ -96,8 +96,8 @@ func TestRunCountsAnswers(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"plantload", "-url", base, "-c", "4", "-n", "100", "-d", "0", "-start-id", "1", "-tag", "green"}
 	getenv := func(k string) string {
-		if k == "PLANTSTORE_TOKEN" {
-			return "s3cret"
+		if k == "PLANTSTORE_TOKENS" {
+			return " s3cret, other"
 		}
 		return ""
 	}
@@ -147,7 +147,7 @@ func TestRunCountsAnswers(t *testing.T) {
 		t.Errorf("tags sent mismatch (-want +got):\n%s", diff)
 	}
 	if f.badAuth != 0 {
-		t.Errorf("%d requests lacked the bearer token from $PLANTSTORE_TOKEN", f.badAuth)
+		t.Errorf("%d requests lacked the first bearer token of $PLANTSTORE_TOKENS", f.badAuth)
 	}
 }
 

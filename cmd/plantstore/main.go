@@ -30,10 +30,17 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "plantstore:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err == nil {
+		return
 	}
+	if _, ok := errors.AsType[loggedError](err); !ok {
+		fmt.Fprintln(os.Stderr, "plantstore:", err)
+	}
+	if errors.Is(err, errBadArgs) {
+		os.Exit(2)
+	}
+	os.Exit(1)
 }
 
 // options are the binary's flags.
@@ -42,6 +49,7 @@ type options struct {
 	db              string
 	tokenFile       string
 	logLevel        slog.Level
+	logFormat       string
 	maxBody         int64
 	conventional    bool
 	shutdownTimeout time.Duration
@@ -52,84 +60,153 @@ type options struct {
 	readTimeout       time.Duration
 	// writeTimeout bounds how long a client may leave answers unread.
 	writeTimeout  time.Duration
-	webhooks      []string
+	webhooks      listFlag
 	webhookSecret string
 	// dbTimeout bounds how long a request waits for the database.
 	dbTimeout   time.Duration
-	corsOrigins []string
+	corsOrigins listFlag
 	// metricsAddr, when set, moves /metrics off the main listener.
 	metricsAddr string
+	version     bool
+
+	fs *flag.FlagSet
+	// fromEnv maps the flags set from the environment to their variables.
+	fromEnv map[string]string
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
+// name returns how the user gave flag f: "-f", or the variable that set
+// it, so that an error about its value points at what to fix.
+func (o *options) name(f string) string {
+	if v, ok := o.fromEnv[f]; ok {
+		return v
+	}
+	return "-" + f
+}
+
+// errBadArgs marks a command line that does not parse: main exits 2 for
+// it, as the flag package's own programs do.
+var errBadArgs = errors.New("see plantstore -h")
+
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	o := &options{}
 	fs := flag.NewFlagSet("plantstore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	o.fs = fs
+	// Errors are returned and -h is printed by run, to stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free one")
-	fs.StringVar(&o.db, "db", "plantstore.db", "storage: `memory`, a SQLite file path (.db, .sqlite, .sqlite3, or sqlite:PATH), or a postgres:// or postgresql:// URL")
-	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of accepted bearer tokens, one per line (also: env PLANTSTORE_TOKENS, comma-separated)")
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	fs.StringVar(&o.db, "db", "plantstore.db", "`storage`: memory, a SQLite file path (.db, .sqlite, .sqlite3, or sqlite:PATH), or a postgres:// or postgresql:// URL")
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of accepted bearer tokens, one per line (also: PLANTSTORE_TOKENS, comma-separated)")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error; at info and below, one access line per request")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log line `format`: text (key=value) or json")
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may leave an answer unread before its connection is dropped")
-	fs.Func("webhook", "subscriber `URL` for plant-added webhooks (repeatable)", func(s string) error {
-		o.webhooks = append(o.webhooks, s)
-		return nil
-	})
+	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
+	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
-	fs.Func("cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)", func(s string) error {
-		if err := checkOrigin(s); err != nil {
-			return err
-		}
-		o.corsOrigins = append(o.corsOrigins, s)
-		return nil
-	})
-	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
+	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w; %w", err, errBadArgs)
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return o, fmt.Errorf("unexpected arguments: %q; %w", fs.Args(), errBadArgs)
 	}
-	if _, _, err := parseDB(o.db); err != nil {
+	if o.version {
+		return o, nil
+	}
+	var err error
+	if o.fromEnv, err = applyEnv(fs, getenv); err != nil {
 		return o, err
 	}
+	if _, _, err := parseDB(o.db); err != nil {
+		if v, ok := o.fromEnv["db"]; ok {
+			return o, fmt.Errorf("%s: %w", v, err)
+		}
+		return o, err
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return o, fmt.Errorf("%s must be text or json, not %q", o.name("log-format"), o.logFormat)
+	}
 	if o.maxBody <= 0 {
-		return o, errors.New("-max-body must be positive")
+		return o, fmt.Errorf("%s must be positive", o.name("max-body"))
 	}
 	if o.shutdownTimeout < 0 {
-		return o, errors.New("-shutdown-timeout must not be negative")
+		return o, fmt.Errorf("%s must not be negative", o.name("shutdown-timeout"))
 	}
-	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 || o.dbTimeout <= 0 {
-		return o, errors.New("-read-header-timeout, -read-timeout, -write-timeout and -db-timeout must be positive")
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}} {
+		if t.d <= 0 {
+			return o, fmt.Errorf("%s must be positive", o.name(t.flag))
+		}
+	}
+	for _, origin := range o.corsOrigins {
+		if err := checkOrigin(origin); err != nil {
+			return o, fmt.Errorf("%s: %w", o.name("cors-origin"), err)
+		}
 	}
 	if o.metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
-			return o, fmt.Errorf("-metrics-addr: %w", err)
+			return o, fmt.Errorf("%s: %w", o.name("metrics-addr"), err)
 		}
 	}
 	return o, nil
 }
 
+// newLogger returns the logger of the binary, writing to w in the format
+// -log-format names.
+func newLogger(o *options, w io.Writer) *slog.Logger {
+	if o.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
+	}
+	// textlog writes what slog.TextHandler writes, access lines faster.
+	return slog.New(textlog.New(w, o.logLevel))
+}
+
+// A loggedError is an error run has already written to the log, which main
+// need not print again.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
 // run is the whole program: it serves until ctx ends, then drains
 // in-flight requests and returns nil.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stdout, o.fs)
+		return nil
+	}
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 
 	logs := newLogWriter(stderr)
-	defer logs.Close()
-	// textlog writes what slog.TextHandler writes, access lines faster.
-	logger := slog.New(textlog.New(logs, o.logLevel))
+	logger := newLogger(o, logs)
+	// Whatever way run returns, what it logged reaches stderr, and so does
+	// the error that ends it, as a log line a log collector can parse.
+	defer func() {
+		if err != nil {
+			logger.Error("plantstore failed", "err", err)
+			err = loggedError{err}
+		}
+		logs.Close()
+	}()
 
 	secret, err := webhookSecret(o, getenv)
 	if err != nil {

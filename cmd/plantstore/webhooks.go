@@ -18,7 +18,7 @@ import (
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
 // no subscribers. It is read before anything is opened, so that a missing
 // secret stops the binary before it creates a database.
-func webhookSecret(o options, getenv func(string) string) (string, error) {
+func webhookSecret(o *options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
@@ -42,7 +42,7 @@ func webhookSecret(o options, getenv func(string) string) (string, error) {
 // memory. It adds to psOpts what the PlantStore needs, and returns a
 // function that stops delivery. reg is the binary's registry, for the
 // delivery metrics.
-func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
+func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
 	if len(o.webhooks) == 0 {
 		return func() {}, nil
 	}

@@ -2,16 +2,24 @@
 // for it: plants kept in a sorted slice. Any Storage that passes
 // storagetest.Run can take its place.
 //
-//	go run ./examples/customstorage
+//	PLANTSTORE_TOKENS=s3cret go run ./examples/customstorage
+//
+// It listens on 127.0.0.1:8082, or on $PLANTSTORE_ADDR, and stops cleanly
+// on SIGINT or SIGTERM.
 package main
 
 import (
 	"context"
 	"log"
+	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
@@ -91,11 +99,40 @@ func (s *sliceStorage) Delete(ctx context.Context, id int64) error {
 }
 
 func main() {
-	token := os.Getenv("PLANTSTORE_TOKEN")
-	if token == "" {
-		log.Fatal("set PLANTSTORE_TOKEN to the bearer token clients must send")
+	var tokens []string
+	for t := range strings.SplitSeq(os.Getenv("PLANTSTORE_TOKENS"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
 	}
-	h := httpapi.New(plantstore.New(&sliceStorage{}), httpapi.WithTokens(token))
-	log.Println("listening on http://127.0.0.1:8082")
-	log.Fatal(http.ListenAndServe("127.0.0.1:8082", h))
+	if len(tokens) == 0 {
+		log.Fatal("set PLANTSTORE_TOKENS to the bearer tokens clients may send, comma-separated")
+	}
+	h := httpapi.New(plantstore.New(&sliceStorage{}), httpapi.WithTokens(tokens...))
+
+	addr := os.Getenv("PLANTSTORE_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8082"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s", ln.Addr())
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		log.Fatal(err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Fatal(err)
+	}
+	log.Println("stopped")
 }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// envPrefix begins the name of the environment variable of every flag.
+const envPrefix = "PLANTSTORE_"
+
+// envName returns the environment variable that sets a flag when the
+// command line does not: -max-body is PLANTSTORE_MAX_BODY.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// noEnv names the flags that no variable sets: they ask the binary for
+// something other than serving.
+var noEnv = map[string]bool{"version": true}
+
+// A listFlag holds the values of a repeatable flag. Its environment
+// variable holds them as a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// applyEnv sets each flag of fs that the command line did not set from its
+// environment variable, when that is set and not empty, so that every flag
+// defined on fs, now or later, can come from the environment, and a flag
+// on the command line beats its variable. A *listFlag takes one value per
+// comma-separated item. It returns the flags it set, each with the
+// variable it set it from, so that later checks can name the variable.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) (map[string]string, error) {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fromEnv := map[string]string{}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || onCommandLine[f.Name] || noEnv[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		values := []string{v}
+		if _, ok := f.Value.(*listFlag); ok {
+			values = splitList(v)
+		}
+		for _, v := range values {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("invalid value %q in %s (the variable of -%s): %w", v, name, f.Name, serr)
+				return
+			}
+		}
+		fromEnv[f.Name] = name
+	})
+	return fromEnv, err
+}
+
+// splitList returns the comma-separated items of s, trimmed, without the
+// empty ones.
+func splitList(s string) []string {
+	var items []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+// printUsage writes what -h shows: what the binary does, its flags with
+// their variables, the other variables, and examples.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: plantstore [flags]
+
+plantstore serves the Plant Store API over HTTP: POST /plants behind bearer
+authentication, GET and DELETE of plants, /healthz, /readyz, and signed
+plant-added webhooks. It stops cleanly on SIGINT or SIGTERM.
+
+Flags (each also read from the environment variable shown, when the command
+line does not give it; a repeatable flag's variable is a comma-separated list):
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		if !noEnv[f.Name] {
+			line += "  (" + envName(f.Name) + ")"
+		}
+		fmt.Fprintln(w, line)
+		if f.DefValue != "" && f.DefValue != "false" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "      %s\n", usage)
+	})
+	fmt.Fprint(w, `
+Environment, besides the flags' variables:
+  PLANTSTORE_TOKENS          accepted bearer tokens, comma-separated (with -token-file's)
+  PLANTSTORE_WEBHOOK_SECRET  the webhook signing secret (-webhook-secret-file wins)
+
+Examples:
+  PLANTSTORE_TOKENS=s3cret plantstore -db memory
+  PLANTSTORE_DB=postgres://plantstore@db.internal/plants PLANTSTORE_LOG_FORMAT=json \
+    plantstore -addr :8080 -token-file /etc/plantstore/tokens
+`)
+}
+
+// version describes the build, from the module and version control
+// information the go command stamps into the binary.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "plantstore: no build information in this binary"
+	}
+	rev, modified := "unknown", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " (modified)"
+			}
+		}
+	}
+	return fmt.Sprintf("plantstore %s %s, revision %s%s, %s", bi.Main.Path, bi.Main.Version, rev, modified, bi.GoVersion)
+}

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFlagsFromEnvironment(t *testing.T) {
+	// settings are the options a row checks.
+	type settings struct {
+		Addr         string
+		DB           string
+		MaxBody      int64
+		LogLevel     slog.Level
+		LogFormat    string
+		Conventional bool
+		ReadTimeout  time.Duration
+		Webhooks     []string
+		FromEnv      map[string]string
+	}
+	defaults := func(change func(*settings)) settings {
+		s := settings{Addr: "127.0.0.1:8080", DB: "plantstore.db", MaxBody: 1 << 20, LogFormat: "text",
+			ReadTimeout: 10 * time.Second, FromEnv: map[string]string{}}
+		change(&s)
+		return s
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		want   settings
+		reason string
+	}{
+		{"none", nil, nil, defaults(func(*settings) {}), ""},
+		{"each kind of flag", nil, map[string]string{
+			"PLANTSTORE_ADDR":                "127.0.0.1:9999",
+			"PLANTSTORE_DB":                  "memory",
+			"PLANTSTORE_MAX_BODY":            "4096",
+			"PLANTSTORE_LOG_LEVEL":           "warn",
+			"PLANTSTORE_LOG_FORMAT":          "json",
+			"PLANTSTORE_CONVENTIONAL_STATUS": "true",
+			"PLANTSTORE_READ_TIMEOUT":        "3s",
+		}, defaults(func(s *settings) {
+			s.Addr, s.DB, s.MaxBody, s.LogLevel, s.LogFormat, s.Conventional, s.ReadTimeout =
+				"127.0.0.1:9999", "memory", 4096, slog.LevelWarn, "json", true, 3*time.Second
+			s.FromEnv = map[string]string{"addr": "PLANTSTORE_ADDR", "db": "PLANTSTORE_DB", "max-body": "PLANTSTORE_MAX_BODY",
+				"log-level": "PLANTSTORE_LOG_LEVEL", "log-format": "PLANTSTORE_LOG_FORMAT",
+				"conventional-status": "PLANTSTORE_CONVENTIONAL_STATUS", "read-timeout": "PLANTSTORE_READ_TIMEOUT"}
+		}), ""},
+		{"flags beat variables", []string{"-addr", "127.0.0.1:1", "-max-body", "100", "-log-format", "text"}, map[string]string{
+			"PLANTSTORE_ADDR":       "127.0.0.1:9999",
+			"PLANTSTORE_MAX_BODY":   "not even a number",
+			"PLANTSTORE_LOG_FORMAT": "json",
+			"PLANTSTORE_DB":         "memory",
+		}, defaults(func(s *settings) {
+			s.Addr, s.MaxBody, s.DB = "127.0.0.1:1", 100, "memory"
+			s.FromEnv = map[string]string{"db": "PLANTSTORE_DB"}
+		}), "a variable of a flag on the command line is not even parsed"},
+		{"empty variable", nil, map[string]string{"PLANTSTORE_ADDR": ""}, defaults(func(*settings) {}),
+			"an empty variable is an unset one"},
+		{"repeatable flag", nil, map[string]string{"PLANTSTORE_WEBHOOK": "http://a.example/h1, http://b.example/h2,"},
+			defaults(func(s *settings) {
+				s.Webhooks = []string{"http://a.example/h1", "http://b.example/h2"}
+				s.FromEnv = map[string]string{"webhook": "PLANTSTORE_WEBHOOK"}
+			}), "a comma-separated list, spaces and empty items dropped"},
+		{"repeatable flag on the command line", []string{"-webhook", "http://c.example/h"},
+			map[string]string{"PLANTSTORE_WEBHOOK": "http://a.example/h1,http://b.example/h2"},
+			defaults(func(s *settings) { s.Webhooks = []string{"http://c.example/h"} }),
+			"the command line's list replaces the variable's, it does not add to it"},
+		{"version is not read from the environment", nil, map[string]string{envName("version"): "true"},
+			defaults(func(*settings) {}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(tt.args, func(k string) string { return tt.env[k] })
+			if err != nil {
+				t.Fatalf("parseFlags = %v", err)
+			}
+			got := settings{Addr: o.addr, DB: o.db, MaxBody: o.maxBody, LogLevel: o.logLevel, LogFormat: o.logFormat,
+				Conventional: o.conventional, ReadTimeout: o.readTimeout, Webhooks: o.webhooks, FromEnv: o.fromEnv}
+			if o.version {
+				t.Error("-version is set")
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("options mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEnvironmentReachesFlagsAddedLater checks that the environment is
+// applied to whatever flags a FlagSet has, not to a list of known ones.
+func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	metricsAddr := fs.String("metrics-addr", "", "")
+	var peers listFlag
+	fs.Var(&peers, "peer", "")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{envName("metrics-addr"): "127.0.0.1:9090", envName("peer"): "a,b"}
+	fromEnv, err := applyEnv(fs, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *metricsAddr != "127.0.0.1:9090" {
+		t.Errorf("-metrics-addr = %q, want its variable's 127.0.0.1:9090", *metricsAddr)
+	}
+	if diff := cmp.Diff(listFlag{"a", "b"}, peers); diff != "" {
+		t.Errorf("-peer mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"metrics-addr": envName("metrics-addr"), "peer": envName("peer")}, fromEnv); diff != "" {
+		t.Errorf("flags set from the environment (-want +got):\n%s", diff)
+	}
+}
+
+// TestBadVariableIsNamed checks that a run stopped by a bad value in a
+// variable says which variable to fix.
+func TestBadVariableIsNamed(t *testing.T) {
+	tests := []struct{ name, value string }{
+		{"PLANTSTORE_MAX_BODY", "lots"},
+		{"PLANTSTORE_MAX_BODY", "-1"},
+		{"PLANTSTORE_LOG_LEVEL", "loud"},
+		{"PLANTSTORE_LOG_FORMAT", "xml"},
+		{"PLANTSTORE_DB", "mysql://x"},
+		{"PLANTSTORE_READ_TIMEOUT", "0s"},
+		{"PLANTSTORE_WRITE_TIMEOUT", "soon"},
+		{"PLANTSTORE_SHUTDOWN_TIMEOUT", "-1s"},
+		{"PLANTSTORE_CONVENTIONAL_STATUS", "maybe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			env := map[string]string{tt.name: tt.value}
+			var stdout, stderr lockedBuffer
+			err := run(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &stderr)
+			if err == nil {
+				t.Fatal("run = nil, want an error")
+			}
+			if !strings.Contains(err.Error(), tt.name) {
+				t.Errorf("run = %q, want it to name %s", err, tt.name)
+			}
+			if stdout.String() != "" {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestRunListensOnPlantstoreAddr(t *testing.T) {
+	addr := freeAddr(t)
+	url, _, _, stop := startRun(t, nil, map[string]string{
+		"PLANTSTORE_ADDR": addr, "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok"})
+	if url != "http://"+addr {
+		t.Errorf("listening on %s, want PLANTSTORE_ADDR's %s", url, addr)
+	}
+	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 200 {
+		t.Errorf("create = %d %s, want 200", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("run = %v", err)
+	}
+}
+
+func TestRunFlagBeatsVariable(t *testing.T) {
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-max-body", "100"}, map[string]string{
+		"PLANTSTORE_ADDR": "192.0.2.1:1", "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok", "PLANTSTORE_MAX_BODY": "10"})
+	// 24 bytes: over the variable's limit, within the flag's.
+	if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"} `); status != 200 {
+		t.Errorf("create of a 24-byte body with -max-body 100 and PLANTSTORE_MAX_BODY=10 = %d %s, want 200", status, body)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	if err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("run -h = %v, want nil", err)
+	}
+	help := stdout.String()
+	want := []string{"Usage: plantstore", "PLANTSTORE_TOKENS", "PLANTSTORE_WEBHOOK_SECRET", "Examples:"}
+	o, _ := parseFlags(nil, func(string) string { return "" })
+	o.fs.VisitAll(func(f *flag.Flag) {
+		want = append(want, "-"+f.Name)
+		if f.Name != "version" {
+			want = append(want, envName(f.Name))
+		}
+	})
+	for _, w := range want {
+		if !strings.Contains(help, w) {
+			t.Errorf("-h does not mention %s:\n%s", w, help)
+		}
+	}
+	if stderr.String() != "" {
+		t.Errorf("-h wrote to stderr: %q", stderr.String())
+	}
+}
+
+func TestVersionInProcess(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("run -version = %v, want nil", err)
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "plantstore ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("-version printed %q, want plantstore, the module version and %s", out, runtime.Version())
+	}
+}
+
+// jsonLines parses every line of logs as a JSON object.
+func jsonLines(t *testing.T, logs string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q is not a JSON object: %v", l, err)
+		}
+		for _, k := range []string{"time", "level", "msg"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("log line %q has no %q", l, k)
+			}
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+func TestRunLogsJSON(t *testing.T) {
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-log-format", "json"},
+		map[string]string{"PLANTSTORE_TOKENS": "tok"})
+	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "json-log-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); got != "json-log-test" {
+		t.Errorf("X-Request-Id = %q, want json-log-test", got)
+	}
+	resp, err = http.Get(url + "/nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	generated := resp.Header.Get("X-Request-Id")
+	if err := stop(); err != nil {
+		t.Fatalf("run = %v", err)
+	}
+
+	type access struct {
+		Path      string
+		Status    float64
+		Error     float64
+		RequestID string
+	}
+	var got []access
+	var msgs []string
+	for _, l := range jsonLines(t, stderr.String()) {
+		msgs = append(msgs, l["msg"].(string))
+		if l["msg"] == "request" {
+			a := access{Path: l["path"].(string), Status: l["status"].(float64), RequestID: l["request_id"].(string)}
+			if e, ok := l["error"].(float64); ok {
+				a.Error = e
+			}
+			got = append(got, a)
+		}
+	}
+	want := []access{{"/plants", 200, 0, "json-log-test"}, {"/nowhere", 400, 404, generated}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("access lines (-want +got):\n%s", diff)
+	}
+	// The last lines, written just before run returned, were flushed.
+	if len(msgs) == 0 || msgs[len(msgs)-1] != "plantstore stopped" {
+		t.Errorf("log messages %q, want the last to be \"plantstore stopped\"", msgs)
+	}
+}
+
+// TestRunLogsAndFlushesAFatalError checks that a run that fails after its
+// log is set up writes the error as a log line, and that its buffered
+// lines reach stderr before it returns.
+func TestRunLogsAndFlushesAFatalError(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var stdout, stderr lockedBuffer
+	err = run(context.Background(), []string{"-addr", taken.Addr().String(), "-db", "memory", "-log-format", "json"},
+		func(k string) string { return map[string]string{"PLANTSTORE_TOKENS": "tok"}[k] }, &stdout, &stderr)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("run on a taken port = %v, want EADDRINUSE", err)
+	}
+	if _, ok := errors.AsType[loggedError](err); !ok {
+		t.Errorf("run = %#v, want a loggedError, so that main does not print it again", err)
+	}
+	lines := jsonLines(t, stderr.String())
+	last := lines[len(lines)-1]
+	if last["level"] != "ERROR" || last["msg"] != "plantstore failed" || !strings.Contains(last["err"].(string), "address already in use") {
+		t.Errorf("last log line = %v, want the error at level ERROR", last)
+	}
+}
+
+// otherVariables are the PLANTSTORE_ variables that set no flag.
+var otherVariables = map[string]string{
+	"PLANTSTORE_TOKENS":               "accepted tokens (cmd/plantstore, cmd/plantload, examples)",
+	"PLANTSTORE_WEBHOOK_SECRET":       "the webhook signing secret",
+	"PLANTSTORE_TEST_POSTGRES_DSN":    "the PostgreSQL server of the tests",
+	"PLANTSTORE_BIN":                  "scripts/loopback-bench.sh: the server binary to measure",
+	"PLANTSTORE_ARGS":                 "scripts/loopback-bench.sh: its arguments",
+	"PLANTSTORE_REQUIRE_OPENAPI_LINT": "tests: fail TestOpenAPILint instead of skipping it (CI)",
+	"PLANTSTORE_ROBUSTNESS_DURATION":  "tests: how long each linearizability run lasts",
+	"PLANTSTORE_ROBUSTNESS_OUT":       "tests: where a failed linearizability check writes its visualization",
+	"PLANTSTORE_KEEP_FLEET":           "deploy's fleet test: keep the fleet's files",
+	"PLANTSTORE_TEST_PG_BINDIR":       "tests: where internal/pgtest finds PostgreSQL's programs",
+}
+
+// TestVariablesAreSpelledOneWay checks that every PLANTSTORE_ variable
+// the commands, examples, scripts and documents mention is one the binary
+// reads, so that no program spells one differently.
+func TestVariablesAreSpelledOneWay(t *testing.T) {
+	known := map[string]bool{}
+	for v := range otherVariables {
+		known[v] = true
+	}
+	o, _ := parseFlags(nil, func(string) string { return "" })
+	o.fs.VisitAll(func(f *flag.Flag) {
+		if !noEnv[f.Name] {
+			known[envName(f.Name)] = true
+		}
+	})
+	variable := regexp.MustCompile(`PLANTSTORE_[A-Z0-9_]*[A-Z0-9]`)
+	checked := 0
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".sh", ".service", "":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, v := range variable.FindAllString(string(b), -1) {
+			if !known[v] {
+				t.Errorf("%s mentions %s, which nothing reads", path, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d files, want the whole repository", checked)
+	}
+}
+
+// TestSystemdUnitSettings checks that the variables deploy/plantstore.service
+// sets are ones the binary reads, with values it accepts.
+func TestSystemdUnitSettings(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/plantstore.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	credentials := t.TempDir() // what systemd substitutes for %d
+	env := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "Environment="); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = strings.ReplaceAll(v, "%d", credentials)
+		}
+	}
+	if len(env) == 0 {
+		t.Fatal("the unit sets no variable")
+	}
+	o, err := parseFlags(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the unit's settings do not parse: %v", err)
+	}
+	for k := range env {
+		if !slices.Contains(slices.Collect(maps.Values(o.fromEnv)), k) {
+			t.Errorf("the unit sets %s, which sets no flag", k)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/plantstore/plantstore/internal/proctest"
+)
+
+// TestProgram builds the example, starts it, creates and reads a plant
+// over loopback, and stops it with SIGTERM.
+func TestProgram(t *testing.T) {
+	p := proctest.Start(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0", "PLANTSTORE_TOKENS=tok-1, tok-2"))
+	tests := []struct {
+		method, path, token, body string
+		wantStatus                int
+		wantBody                  string
+	}{
+		{"POST", "/plants", "tok-2", `{"id":3,"name":"Fern","tag":"outdoor"}`, 200, `{"name":"Fern","tag":"outdoor"}`},
+		{"POST", "/plants", "tok-1", `{"id":3,"name":"Fern"}`, 400, `{"error":409,"message":"a plant with this id already exists"}`},
+		{"GET", "/plants/3", "tok-1", "", 200, `{"id":3,"name":"Fern","tag":"outdoor"}`},
+		{"GET", "/plants", "tok-3", "", 400, `{"error":401,"message":"invalid bearer token"}`},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(tt.method, p.URL+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tt.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tt.wantStatus || string(b) != tt.wantBody {
+			t.Errorf("%s %s = %d %s, want %d %s", tt.method, tt.path, resp.StatusCode, b, tt.wantStatus, tt.wantBody)
+		}
+	}
+	if err := p.Stop(t); err != nil {
+		t.Errorf("the example exited with %v after SIGTERM, want status 0\n%s", err, p.Stderr)
+	}
+}
+
+// TestProgramNeedsTokens checks that the example refuses to start without
+// PLANTSTORE_TOKENS and says so.
+func TestProgramNeedsTokens(t *testing.T) {
+	_, stderr, err := proctest.Run(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
+	if err == nil || !strings.Contains(stderr, "PLANTSTORE_TOKENS") {
+		t.Errorf("without tokens: exit %v, stderr %q; want a failure naming PLANTSTORE_TOKENS", err, stderr)
+	}
+}

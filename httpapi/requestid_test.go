@@ -1,0 +1,278 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// generatedID is the form of a request id the handler makes up.
+var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// TestRequestIDOnEveryResponse sends every kind of request over loopback,
+// with and without an X-Request-Id, and checks that each answer carries
+// the client's id or a new one.
+func TestRequestIDOnEveryResponse(t *testing.T) {
+	e := newEnv(t, nil)
+	e.do("POST", "/plants", nil, `{"id":7,"name":"Aloe"}`)
+	noToken := map[string]string{"Authorization": ""}
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		body               string
+		wantStatus         int
+	}{
+		{"create", "POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200},
+		{"conflict", "POST", "/plants", nil, `{"id":7,"name":"Aloe"}`, 400},
+		{"no token", "POST", "/plants", noToken, `{"id":2,"name":"Fern"}`, 400},
+		{"content type", "POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`, 400},
+		{"malformed", "POST", "/plants", nil, `{"id":2,`, 400},
+		{"too large", "POST", "/plants", nil, strings.Repeat(" ", httpapi.DefaultMaxBodyBytes+1), 400},
+		{"list", "GET", "/plants?limit=1", nil, ``, 200},
+		{"bad limit", "GET", "/plants?limit=0", nil, ``, 400},
+		{"read", "GET", "/plants/7", nil, ``, 200},
+		{"read missing", "GET", "/plants/99", nil, ``, 400},
+		{"no such path", "GET", "/nowhere", noToken, ``, 400},
+		{"method", "PUT", "/plants", nil, ``, 400},
+		{"healthz", "GET", "/healthz", noToken, ``, 200},
+		{"readyz", "GET", "/readyz", noToken, ``, 200},
+		{"openapi", "GET", "/openapi.json", noToken, ``, 200},
+		{"delete", "DELETE", "/plants/7", nil, ``, 204},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		for _, clientID := range []string{"", "client-" + strings.ReplaceAll(tt.name, " ", "-")} {
+			header := map[string]string{}
+			for k, v := range tt.header {
+				header[k] = v
+			}
+			header["X-Request-Id"] = clientID
+			r := e.do(tt.method, tt.path, header, tt.body)
+			// A row's second request repeats a create or a delete, so
+			// only the first one's status is known.
+			if clientID == "" && r.status != tt.wantStatus {
+				t.Errorf("%s: status %d, want %d (body %s)", tt.name, r.status, tt.wantStatus, r.body)
+			}
+			got := r.header.Values("X-Request-Id")
+			if len(got) != 1 {
+				t.Errorf("%s with X-Request-Id %q: response has X-Request-Id %q, want one value", tt.name, clientID, got)
+				continue
+			}
+			switch {
+			case clientID != "" && got[0] != clientID:
+				t.Errorf("%s: X-Request-Id = %q, want the client's %q", tt.name, got[0], clientID)
+			case clientID == "" && !generatedID.MatchString(got[0]):
+				t.Errorf("%s without X-Request-Id: response has %q, want a generated id", tt.name, got[0])
+			}
+			if prev, ok := seen[got[0]]; ok {
+				t.Errorf("%s and %s were both given id %q", prev, tt.name, got[0])
+			}
+			seen[got[0]] = tt.name
+		}
+	}
+}
+
+func TestRequestIDFromClient(t *testing.T) {
+	printable := ""
+	for c := byte(0x21); c <= 0x7e; c++ {
+		printable += string(c)
+	}
+	tests := []struct {
+		name     string
+		values   []string
+		wantKept bool
+		reason   string
+	}{
+		{"uuid", []string{"0b6c4a3e-6a3f-4b8e-9d55-2f0c1d7a9e11"}, true, ""},
+		{"128 bytes", []string{strings.Repeat("a", 128)}, true, "the longest kept"},
+		{"every printable byte", []string{printable}, true, "0x21 to 0x7e"},
+		{"129 bytes", []string{strings.Repeat("a", 129)}, false, "over the limit"},
+		{"empty", []string{""}, false, ""},
+		{"space", []string{"a b"}, false, "0x20 is not kept: ids are single tokens in log lines"},
+		{"tab", []string{"a\tb"}, false, ""},
+		{"newline", []string{"a\nb"}, false, "would split a log line or a header"},
+		{"DEL", []string{"a\x7fb"}, false, ""},
+		{"UTF-8", []string{"pflanze-ä"}, false, "printable ASCII only"},
+		{"two values", []string{"a", "b"}, false, "no one value is the request's"},
+	}
+	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens(testToken))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/healthz", nil)
+			req.Header["X-Request-Id"] = tt.values
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			got := rec.Header()["X-Request-Id"]
+			if len(got) != 1 {
+				t.Fatalf("response X-Request-Id = %q, want one value", got)
+			}
+			if tt.wantKept {
+				if got[0] != tt.values[0] {
+					t.Errorf("X-Request-Id = %q, want the client's %q kept (%s)", got[0], tt.values[0], tt.reason)
+				}
+			} else if !generatedID.MatchString(got[0]) {
+				t.Errorf("X-Request-Id = %q, want %q replaced by a generated id (%s)", got[0], tt.values, tt.reason)
+			}
+		})
+	}
+}
+
+func TestGeneratedRequestIDsDiffer(t *testing.T) {
+	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens(testToken))
+	seen := map[string]bool{}
+	for range 10000 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		id := rec.Header().Get("X-Request-Id")
+		if !generatedID.MatchString(id) {
+			t.Fatalf("generated id %q is not 32 hex digits", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q generated twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestRequestIDInLogLines checks that every line logged while serving a
+// request, by the handler's logger or its access log, names the request's
+// id, also when the logger was made with attributes of its own.
+func TestRequestIDInLogLines(t *testing.T) {
+	rh := &recordingHandler{level: slog.LevelDebug}
+	logger := slog.New(rh).With("component", "plants")
+	h := httpapi.New(plantstore.New(&faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: errors.New("disk on fire")}),
+		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
+	panicking := httpapi.New(plantstore.New(&faultyStorage{MemoryStorage: plantstore.NewMemoryStorage()}),
+		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
+
+	type line struct{ Msg, RequestID string }
+	var want []line
+	// send makes a request and expects the lines msgs, each with the
+	// request's id.
+	send := func(h http.Handler, token, requestID string, msgs ...string) {
+		req := httptest.NewRequest("POST", "/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if requestID != "" {
+			req.Header.Set("X-Request-Id", requestID)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		id := rec.Header().Get("X-Request-Id")
+		if requestID != "" && id != requestID {
+			t.Errorf("X-Request-Id = %q, want %q", id, requestID)
+		}
+		for _, msg := range msgs {
+			want = append(want, line{msg, id})
+		}
+	}
+	send(h, testToken, "from-the-client", "httpapi: internal error", "request")
+	send(h, testToken, "", "httpapi: internal error", "request")
+	send(h, "wrong", "", "httpapi: token rejected", "request")
+	send(panicking, testToken, "", "httpapi: panic serving request", "request")
+
+	var got []line
+	for _, r := range rh.records() {
+		l := line{Msg: r.Message}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "request_id" {
+				l.RequestID = a.Value.String()
+			}
+			return true
+		})
+		got = append(got, l)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log lines mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// ctxStorage records the request id that Create finds in its context, and
+// blocks until that context ends when block is set.
+type ctxStorage struct {
+	*plantstore.MemoryStorage
+	block bool
+	got   chan string
+	ended chan error
+}
+
+func (s *ctxStorage) Create(ctx context.Context, p plantstore.Plant) error {
+	// A context derived from the request's keeps its id, and its
+	// cancellation.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.got <- httpapi.RequestID(ctx)
+	if s.block {
+		<-ctx.Done()
+		s.ended <- ctx.Err()
+		return ctx.Err()
+	}
+	return s.MemoryStorage.Create(ctx, p)
+}
+
+func TestRequestIDInContext(t *testing.T) {
+	if id := httpapi.RequestID(context.Background()); id != "" {
+		t.Errorf("RequestID(context.Background()) = %q, want \"\"", id)
+	}
+	st := &ctxStorage{MemoryStorage: plantstore.NewMemoryStorage(), got: make(chan string, 1), ended: make(chan error, 1)}
+	authIDs := make(chan string, 1)
+	e := newEnv(t, st, httpapi.WithAuthenticator(httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
+		authIDs <- httpapi.RequestID(r.Context())
+		return nil
+	})))
+	r := e.do("POST", "/plants", map[string]string{"X-Request-Id": "ctx-test"}, `{"id":1,"name":"Fern"}`)
+	if r.status != 200 {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	if got := <-authIDs; got != "ctx-test" {
+		t.Errorf("the authenticator's context has request id %q, want ctx-test", got)
+	}
+	if got := <-st.got; got != "ctx-test" {
+		t.Errorf("the storage's context has request id %q, want ctx-test", got)
+	}
+}
+
+// TestRequestIDContextCancels checks that the context carrying the id ends
+// when the client goes away, as the request's own context does.
+func TestRequestIDContextCancels(t *testing.T) {
+	st := &ctxStorage{MemoryStorage: plantstore.NewMemoryStorage(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
+	srv := httptest.NewServer(httpapi.New(plantstore.New(st), httpapi.WithTokens(testToken),
+		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	if id := <-st.got; !generatedID.MatchString(id) {
+		t.Errorf("storage saw request id %q, want a generated one", id)
+	}
+	cancel()
+	select {
+	case err := <-st.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the storage's context ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the storage's context did not end after the client went away")
+	}
+	<-done
+}

@@ -1,0 +1,194 @@
+// Package proctest builds a command or an example, starts it as a process
+// and stops it, for tests that talk to the real program over loopback.
+package proctest
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Wait bounds how long a program may take to build, to start listening,
+// or to exit once stopped.
+const Wait = 2 * time.Minute
+
+// Build compiles the main package pkg (an import path, or a directory
+// relative to the test's own) into the test's temporary directory and
+// returns the executable's path. It skips the test in -short mode.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts a program; skipped in -short mode")
+	}
+	name := filepath.Base(pkg)
+	if name == "." || name == ".." {
+		name = "program"
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// A Buffer collects a process's output safely across goroutines.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what has been written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// A Process is a started program.
+type Process struct {
+	Cmd *exec.Cmd
+	// URL is the base URL the program printed in its "listening on" line.
+	URL            string
+	Stdout, Stderr *Buffer
+	exited         chan struct{} // closed once the process has exited
+	err            error         // how it exited, once exited is closed
+}
+
+// listening finds the address in a line such as "listening on
+// http://127.0.0.1:8080", on either output, after a log prefix or not.
+var listening = regexp.MustCompile(`listening on (https?://[^\s;,]+)`)
+
+// Env returns the test's environment without any PLANTSTORE_ variable,
+// which would change what the program does, and with extra added.
+func Env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PLANTSTORE_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// Start starts bin with args in the environment env (see [Env]), waits
+// for its "listening on" line, and kills it when the test ends if it is
+// still running.
+func Start(t testing.TB, bin string, env []string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 2)
+	var readers sync.WaitGroup
+	for _, s := range []struct {
+		r   io.Reader
+		buf *Buffer
+	}{{stdout, p.Stdout}, {stderr, p.Stderr}} {
+		readers.Go(func() {
+			sc := bufio.NewScanner(s.r)
+			for sc.Scan() {
+				line := sc.Text()
+				s.buf.Write([]byte(line + "\n"))
+				if m := listening.FindStringSubmatch(line); m != nil {
+					select {
+					case urls <- m[1]:
+					default:
+					}
+				}
+			}
+			io.Copy(io.Discard, s.r)
+		})
+	}
+	go func() {
+		// Wait closes the pipes: read them to the end first.
+		readers.Wait()
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case p.URL = <-urls:
+		return p
+	case <-p.exited:
+		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", bin, p.err, p.Stdout, p.Stderr)
+	case <-time.After(Wait):
+		t.Fatalf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
+	}
+	return nil
+}
+
+// Stop sends the process SIGTERM and returns how it exited: nil for
+// status 0.
+func (p *Process) Stop(t testing.TB) error {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	return p.Wait(t)
+}
+
+// Wait waits for the process to exit and returns how it exited.
+func (p *Process) Wait(t testing.TB) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(Wait):
+		t.Fatalf("%s did not exit\nstderr:\n%s", p.Cmd.Path, p.Stderr)
+		return nil
+	}
+}
+
+// Run runs bin with args in env to the end and returns its output and how
+// it exited.
+func Run(t testing.TB, bin string, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(Wait):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s %q did not finish", bin, args)
+	}
+	return out.String(), errOut.String(), err
+}
