@@ -88,8 +88,8 @@ const DefaultTimeout = 5 * time.Second
 type Option func(*config)
 
 type config struct {
-	group   bool
-	outbox  bool
+	group      bool
+	outbox     bool
 	timeout    time.Duration
 	registerer prometheus.Registerer
 }
