@@ -90,8 +90,9 @@ func WithoutGroupCommit() Option {
 }
 
 // WithOutbox makes every Create also record a [plantstore.Event] in the
-// same transaction as the plant, for [Store.PendingEvents]. Without it no
-// events are recorded.
+// same transaction as the plant, for delivery through the
+// [plantstore.Outbox] methods ([Store.FanOut], [Store.Claim], …). Without
+// it no events are recorded.
 //
 // On PostgreSQL, a transaction that records events holds an advisory lock
 // until it commits, so that events commit in seq order: the transactions
