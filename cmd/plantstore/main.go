@@ -24,6 +24,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/textlog"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 func main() {
@@ -53,6 +54,9 @@ type options struct {
 	writeTimeout  time.Duration
 	webhooks      []string
 	webhookSecret string
+	// webhookLease is how long a claimed webhook delivery stays with this
+	// process before another process on the same database may take it.
+	webhookLease time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -74,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: env PLANTSTORE_WEBHOOK_SECRET)")
+	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -88,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.shutdownTimeout < 0 {
 		return o, errors.New("-shutdown-timeout must not be negative")
+	}
+	if o.webhookLease <= 0 {
+		return o, errors.New("-webhook-lease must be positive")
 	}
 	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.writeTimeout <= 0 {
 		return o, errors.New("-read-header-timeout, -read-timeout and -write-timeout must be positive")

@@ -36,8 +36,9 @@ func webhookSecret(o options, getenv func(string) string) (string, error) {
 
 // startWebhooks starts delivering plant-added webhooks, signed with secret,
 // when -webhook names subscribers. Durable storage records each event in
-// the plant's own transaction; memory storage keeps pending deliveries in
-// memory. It adds to psOpts what the PlantStore needs, and returns a
+// the plant's own transaction and the state of its deliveries, which every
+// process on the same database shares by lease; memory storage keeps
+// pending deliveries in memory. It adds to psOpts what the PlantStore needs, and returns a
 // function that stops delivery.
 func startWebhooks(ctx context.Context, o options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger) (func(), error) {
 	if len(o.webhooks) == 0 {
@@ -52,6 +53,7 @@ func startWebhooks(ctx context.Context, o options, secret string, storage plants
 	d, err := webhook.New(source, webhook.Config{
 		Subscribers: o.webhooks,
 		Secret:      []byte(secret),
+		Lease:       o.webhookLease,
 		Logger:      logger,
 	})
 	if err != nil {
