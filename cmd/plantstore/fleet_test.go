@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -267,4 +268,31 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0
 	})
+}
+
+// TestTwoBinariesOnOneSQLiteFile runs two binaries on one SQLite file, with
+// the same subscriber, and checks that they share the outbox: each create
+// is delivered once.
+func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plants.db")
+	rc := newHookCounter(t, nil)
+	args := []string{"-db", path, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}
+	procs := []*process{startProcess(t, args...), startProcess(t, args...)}
+
+	const n = 200
+	createSpread(t, procs, 1, n)
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	waitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
+		events, deliveries := outboxRows(t, db)
+		return events == 0 && deliveries == 0
+	})
+	plants, dups := rc.counts()
+	t.Logf("2 binaries, one SQLite file, %d creates: %d plants delivered, %d duplicate deliveries, %d lost", n, len(plants), dups, n-len(plants))
+	if len(plants) != n || dups != 0 {
+		t.Errorf("%d of %d plants delivered, %d duplicates; want all, none", len(plants), n, dups)
+	}
 }
