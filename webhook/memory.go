@@ -104,7 +104,8 @@ func (m *MemoryOutbox) FanOut(ctx context.Context, subscribers []string, limit i
 }
 
 // Claim implements [plantstore.Outbox.Claim]. It looks at every delivery
-// to subscriber not yet ended.
+// to subscriber not yet ended, which is cheap while a subscriber keeps up
+// and grows with the backlog of one that does not.
 func (m *MemoryOutbox) Claim(ctx context.Context, subscriber, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -38,13 +38,22 @@ func (m *metrics) register(reg prometheus.Registerer, depth func() float64) erro
 		Name: "plantstore_webhook_outbox_depth",
 		Help: "Events in the webhook outbox that some subscriber has not received or given up yet.",
 	}, depth)
-	var errs []error
+	var (
+		errs []error
+		done []prometheus.Collector
+	)
 	for _, c := range []prometheus.Collector{m.delivered, m.failed, m.abandoned, gauge} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
+		} else {
+			done = append(done, c)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		// All or nothing, so that a corrected Config can register again.
+		for _, c := range done {
+			reg.Unregister(c)
+		}
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
 	return nil

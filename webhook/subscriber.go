@@ -38,6 +38,7 @@ type subscriber struct {
 	queue   []*delivery         // claimed and waiting, in claim order
 	acks    []int64             // ended, not yet acknowledged to the outbox
 	retries []plantstore.Retry  // failed, not yet recorded in the outbox
+	backlog bool                // the last claim was full: more may be due
 }
 
 // A delivery is one event on its way to one subscriber.
@@ -145,7 +146,7 @@ func (s *subscriber) run(ctx context.Context) {
 					more = false
 				}
 			}
-			claimNow = claimNow || len(s.held) < cfg.MaxInFlight/2
+			claimNow = claimNow || (s.backlog && len(s.held) < cfg.MaxInFlight/2)
 		case <-s.wake:
 			claimNow = true
 		case <-timer.C:
@@ -204,17 +205,21 @@ func (s *subscriber) claim(ctx context.Context) bool {
 	ds, err := s.d.source.Claim(ctx, s.key, s.d.owner, until, limit)
 	if err != nil {
 		s.logOutboxError(ctx, "claim", err)
+		s.backlog = false
 		return false
 	}
 	for _, c := range ds {
-		if _, ok := s.held[c.Seq]; ok {
+		if dl, ok := s.held[c.Seq]; ok {
+			// Claimed again after this Dispatcher's lease expired.
+			dl.until = until
 			continue
 		}
 		dl := &delivery{ev: c.Event, id: messageID(c.Event), body: Payload(c.Plant), attempts: c.Attempts, until: until}
 		s.held[c.Seq] = dl
 		s.queue = append(s.queue, dl)
 	}
-	return len(ds) == limit
+	s.backlog = len(ds) == limit
+	return s.backlog
 }
 
 // extend renews the leases of every held delivery, and drops those that
