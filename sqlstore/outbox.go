@@ -73,7 +73,12 @@ func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.
 	}
 	now := time.Now().UnixMicro()
 	attempts := map[int64]int{}
-	var seqs []int64
+	var (
+		seqs   []int64
+		events map[int64]plantstore.Event
+	)
+	// The events are read in the claiming transaction: a claim whose
+	// caller never learns of it would hold its deliveries for a lease.
 	err := s.writeTx(ctx, false, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q.claim(), until.UnixMicro(), owner, subscriber, now, limit)
 		if err != nil {
@@ -89,17 +94,20 @@ func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.
 			attempts[seq] = n
 			seqs = append(seqs, seq)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(seqs) == 0 {
+			return nil
+		}
+		events, err = readEvents(ctx, tx, s.q.events(len(seqs)), seqs)
+		return err
 	})
 	if err != nil {
 		return nil, failure(ctx, "claim deliveries", err)
 	}
 	if len(seqs) == 0 {
 		return []plantstore.Delivery{}, nil
-	}
-	events, err := s.events(ctx, seqs)
-	if err != nil {
-		return nil, err
 	}
 	out := make([]plantstore.Delivery, 0, len(events))
 	var gone []int64
@@ -122,11 +130,14 @@ func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.
 	return out, nil
 }
 
-// events reads the events seqs, at most batchRows of them, by seq.
-func (s *Store) events(ctx context.Context, seqs []int64) (map[int64]plantstore.Event, error) {
-	rows, err := s.db.QueryContext(ctx, s.q.events(len(seqs)), int64Args(seqs)...)
+// readEvents runs query, which reads the events seqs, and returns them by
+// seq.
+func readEvents(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, seqs []int64) (map[int64]plantstore.Event, error) {
+	rows, err := q.QueryContext(ctx, query, int64Args(seqs)...)
 	if err != nil {
-		return nil, failure(ctx, "read events", err)
+		return nil, err
 	}
 	defer rows.Close()
 	events := make(map[int64]plantstore.Event, len(seqs))
@@ -137,14 +148,14 @@ func (s *Store) events(ctx context.Context, seqs []int64) (map[int64]plantstore.
 			created int64
 		)
 		if err := rows.Scan(&e.Seq, &e.Plant.ID, &e.Plant.Name, &tag, &created); err != nil {
-			return nil, failure(ctx, "read events", err)
+			return nil, err
 		}
 		e.Plant.Tag, e.Plant.HasTag = tag.String, tag.Valid
 		e.Time = time.UnixMicro(created).UTC()
 		events[e.Seq] = e
 	}
 	if err := rows.Err(); err != nil {
-		return nil, failure(ctx, "read events", err)
+		return nil, err
 	}
 	return events, nil
 }

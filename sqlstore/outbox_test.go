@@ -32,7 +32,7 @@ func allEvents(t *testing.T, s *Store) []plantstore.Event {
 	if len(seqs) == 0 {
 		return nil
 	}
-	byseq, err := s.events(context.Background(), seqs)
+	byseq, err := readEvents(context.Background(), s.db, s.q.events(len(seqs)), seqs)
 	if err != nil {
 		t.Fatalf("read events: %v", err)
 	}
