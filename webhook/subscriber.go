@@ -184,13 +184,21 @@ func (s *subscriber) nextReady() *delivery {
 	margin := min(s.d.cfg.AttemptTimeout, s.d.cfg.Lease/2)
 	for len(s.queue) > 0 {
 		dl := s.queue[0]
-		if _, ok := s.held[dl.ev.Seq]; ok && time.Until(dl.until) >= margin {
+		if s.held[dl.ev.Seq] == dl && time.Until(dl.until) >= margin {
 			return dl
 		}
-		delete(s.held, dl.ev.Seq)
+		s.drop(dl)
 		s.queue = s.queue[1:]
 	}
 	return nil
+}
+
+// drop forgets dl, unless the event has been claimed again since, under
+// another delivery.
+func (s *subscriber) drop(dl *delivery) {
+	if s.held[dl.ev.Seq] == dl {
+		delete(s.held, dl.ev.Seq)
+	}
 }
 
 // claim takes deliveries from the outbox up to MaxInFlight held. It
@@ -291,7 +299,7 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 func (s *subscriber) handle(ctx context.Context, r result) {
 	dl := r.dl
 	if r.err == nil {
-		delete(s.held, dl.ev.Seq)
+		s.drop(dl)
 		s.acks = append(s.acks, dl.ev.Seq)
 		s.d.delivered.Add(1)
 		s.d.metrics.delivered.Inc()
@@ -300,7 +308,7 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	if ctx.Err() != nil {
 		return // released to the outbox as Run ends
 	}
-	delete(s.held, dl.ev.Seq)
+	s.drop(dl)
 	s.d.metrics.failed.Inc()
 	now := time.Now()
 	attempts := dl.attempts + 1
