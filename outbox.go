@@ -15,16 +15,74 @@ type Event struct {
 	Time time.Time
 }
 
-// An Outbox keeps events waiting for delivery. A durable storage that
+// A Delivery is one event on its way to one subscriber, as an
+// [Outbox.Claim] returns it.
+type Delivery struct {
+	Event
+	// Attempts counts the failed attempts recorded by [Outbox.Retry].
+	Attempts int
+}
+
+// A Retry postpones one claimed delivery after a failed attempt.
+type Retry struct {
+	Seq int64
+	// Attempts counts the failed attempts so far, the last one included.
+	Attempts int
+	// Due is when the delivery may be claimed again.
+	Due time.Time
+}
+
+// An Outbox keeps events waiting for delivery to webhook subscribers, and
+// the state of each (event, subscriber) delivery. A durable storage that
 // implements it records the event in the same transaction as the plant, so
 // that an acknowledged create is delivered even if the process dies right
-// after acknowledging it.
+// after acknowledging it, and keeps the delivery state in the same
+// database, so that several processes can share one outbox.
+//
+// Subscribers are named by keys the caller chooses (a stable function of
+// the subscriber's URL). Every process sharing an Outbox must fan out to
+// the same set of subscribers.
+//
+// A delivery is claimed with a lease: until the lease expires, no other
+// owner can claim it, so that with every owner alive each delivery is
+// made once; once it expires, any owner may claim it again, so that a
+// delivery whose owner died is still made: at least once. A delivery ends
+// with [Outbox.Ack]; an event is removed once every subscriber's delivery
+// of it has ended.
+//
+// Implementations are safe for concurrent use. Errors are those of the
+// storage: an error wrapping [ErrUnavailable] when it cannot be reached,
+// the context's error, or another failure, wrapped.
 type Outbox interface {
-	// PendingEvents returns at most limit events with Seq greater than
-	// after, in ascending Seq order, or an empty slice.
-	PendingEvents(ctx context.Context, after int64, limit int) ([]Event, error)
+	// FanOut creates a delivery to each of subscribers, due now, for each
+	// of the oldest events that have none yet, at most limit events, and
+	// returns how many events it fanned out. Events are fanned out in
+	// ascending Seq order, each once.
+	FanOut(ctx context.Context, subscribers []string, limit int) (int, error)
 
-	// DeleteEvent removes the event with seq once it is delivered or
-	// abandoned. Removing an event that is gone is not an error.
-	DeleteEvent(ctx context.Context, seq int64) error
+	// Claim leases to owner, until until, at most limit deliveries to
+	// subscriber that are due and whose lease, if any, has expired, and
+	// returns them in ascending Seq order, or an empty slice. A delivery
+	// whose event is gone is ended instead of returned.
+	Claim(ctx context.Context, subscriber, owner string, until time.Time, limit int) ([]Delivery, error)
+
+	// Extend moves the lease of the deliveries seqs to subscriber to until,
+	// for those that owner still holds, and returns their Seqs. A delivery
+	// missing from the result was ended or claimed by another owner after
+	// owner's lease expired: owner must not attempt it again.
+	Extend(ctx context.Context, subscriber, owner string, seqs []int64, until time.Time) ([]int64, error)
+
+	// Retry records failed attempts of deliveries to subscriber that owner
+	// holds, and releases them until their Due time. Deliveries owner no
+	// longer holds are left as they are.
+	Retry(ctx context.Context, subscriber, owner string, retries []Retry) error
+
+	// Ack ends the deliveries seqs to subscriber, delivered or abandoned,
+	// whoever holds them, and removes the events whose deliveries have all
+	// ended. Ending a delivery that has ended is not an error.
+	Ack(ctx context.Context, subscriber string, seqs []int64) error
+
+	// Depth returns the number of events not yet ended for every
+	// subscriber, fanned out or not.
+	Depth(ctx context.Context) (int, error)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -116,5 +117,60 @@ func fill(b *testing.B, db *sql.DB, n int) {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkOutboxDeliveries measures the outbox work of one delivery: its
+// share of a FanOut, a Claim and an Ack, each over batches of 256, for one
+// subscriber. The events are written before the timer starts.
+//
+//	go test -run '^$' -bench OutboxDeliveries -count 5 ./sqlstore
+func BenchmarkOutboxDeliveries(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			b.ReportAllocs()
+			db, _ := be.newDB(b)
+			s := openStore(b, db, be.dialect, WithOutbox())
+			ctx := context.Background()
+			q := newQueries(be.dialect)
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for done := 0; done < b.N; {
+				n := min(b.N-done, batchRows)
+				args := make([]any, 0, 4*n)
+				for i := range n {
+					args = append(args, int64(done+i), "bench", nil, int64(1))
+				}
+				if _, err := tx.ExecContext(ctx, q.insertEvents(n), args...); err != nil {
+					b.Fatal(err)
+				}
+				done += n
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			subs := []string{"sub"}
+			until := time.Now().Add(time.Hour)
+			for delivered := 0; delivered < b.N; {
+				if _, err := s.FanOut(ctx, subs, batchRows); err != nil {
+					b.Fatal(err)
+				}
+				ds, err := s.Claim(ctx, "sub", "bench", until, batchRows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				seqs := make([]int64, len(ds))
+				for i, d := range ds {
+					seqs[i] = d.Seq
+				}
+				if err := s.Ack(ctx, "sub", seqs); err != nil {
+					b.Fatal(err)
+				}
+				delivered += len(ds)
+			}
+		})
 	}
 }

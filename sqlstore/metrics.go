@@ -22,7 +22,7 @@ import (
 //     Creates stored per group-commit transaction.
 //
 // operation is create, read ([Store.Plant]), list, delete, ping, and with
-// [WithOutbox] read_events ([Store.PendingEvents]) and delete_event. A
+// [WithOutbox] claim_events ([Store.Claim]) and ack_events ([Store.Ack]). A
 // create's time includes its wait for the group commit. kind is
 // unavailable ([plantstore.ErrUnavailable]), outcome_unknown
 // ([plantstore.ErrOutcomeUnknown]), canceled (the caller's context ended
@@ -45,12 +45,12 @@ const (
 	opList
 	opDelete
 	opPing
-	opReadEvents
-	opDeleteEvent
+	opClaimEvents
+	opAckEvents
 	numOps
 )
 
-var opLabels = [numOps]string{"create", "read", "list", "delete", "ping", "read_events", "delete_event"}
+var opLabels = [numOps]string{"create", "read", "list", "delete", "ping", "claim_events", "ack_events"}
 
 // The kinds of failure, as a metric label.
 const (
@@ -134,7 +134,7 @@ func newStoreMetrics(reg prometheus.Registerer, cfg config) (*storeMetrics, erro
 		}
 	}
 	for o := range numOps {
-		if (o == opReadEvents || o == opDeleteEvent) && !cfg.outbox {
+		if (o == opClaimEvents || o == opAckEvents) && !cfg.outbox {
 			continue
 		}
 		m.duration[o] = m.durationVec.WithLabelValues(opLabels[o])

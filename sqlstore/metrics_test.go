@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,12 +106,14 @@ func TestMetrics(t *testing.T) {
 			mustBe("Plant of a missing id", err, plantstore.ErrNotFound)
 			_, err = s.List(ctx, 0, 10)
 			mustBe("List", err, nil)
-			events, err := s.PendingEvents(ctx, 0, 10)
-			mustBe("PendingEvents", err, nil)
-			if len(events) != 1 {
-				t.Fatalf("PendingEvents = %v, want one event", events)
+			_, err = s.FanOut(ctx, []string{"sub"}, 10)
+			mustBe("FanOut", err, nil)
+			deliveries, err := s.Claim(ctx, "sub", "me", time.Now().Add(time.Minute), 10)
+			mustBe("Claim", err, nil)
+			if len(deliveries) != 1 {
+				t.Fatalf("Claim = %v, want one delivery", deliveries)
 			}
-			mustBe("DeleteEvent", s.DeleteEvent(ctx, events[0].Seq), nil)
+			mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
 			mustBe("Delete", s.Delete(ctx, 1), nil)
 			mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
 			mustBe("Ping", s.Ping(ctx), nil)
@@ -129,7 +132,7 @@ func TestMetrics(t *testing.T) {
 
 			series := gathered(t, reg)
 			wantCounts := map[string]float64{
-				"create": 4, "read": 3, "list": 1, "delete": 2, "ping": 2, "read_events": 1, "delete_event": 1,
+				"create": 4, "read": 3, "list": 1, "delete": 2, "ping": 2, "claim_events": 1, "ack_events": 1,
 			}
 			if diff := cmp.Diff(wantCounts, durationCounts(series)); diff != "" {
 				t.Errorf("operations timed (-want +got):\n%s", diff)

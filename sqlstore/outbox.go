@@ -1,30 +1,147 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
 
-// PendingEvents implements [plantstore.Outbox]. Events are recorded only by
-// a Store opened [WithOutbox]; seq numbers are never reused, and an event
-// becomes visible only after every event with a lower seq.
-//
-// Errors: [plantstore.ErrUnavailable], the context's error, or another
-// failure, wrapped.
-func (s *Store) PendingEvents(ctx context.Context, after int64, limit int) (_ []plantstore.Event, err error) {
-	defer s.m.done(opReadEvents, s.m.start(), &err)
-	if limit <= 0 {
-		return []plantstore.Event{}, nil
+// The outbox keeps each event in the events table, written by Create in
+// the plant's transaction, and each of its deliveries not yet ended in
+// webhook_deliveries, one row per (subscriber, seq) with the retry
+// schedule (attempts, due_us) and the lease (lease_us, owner). FanOut
+// creates the rows, Claim leases them with one UPDATE … RETURNING, Ack
+// deletes them, and deletes an event in the same transaction as its last
+// delivery. The lease is what splits the work between processes: no
+// coordinator, nothing but the database.
+
+// deliveryLockKey is the PostgreSQL advisory lock that FanOut and Ack
+// hold until they commit. Serialising them is what lets each see the
+// other's work: an Ack that ends the last delivery of an event sees every
+// other delivery that ended before it, so the event is deleted, and FanOut
+// never sees an event without the deliveries that another Ack is deleting
+// with it. SQLite serialises writers by itself.
+const deliveryLockKey = 0x706c616e74730003 // "plants" 3
+
+// batchRows caps the rows one outbox statement names, well below the
+// placeholder limits of both dialects.
+const batchRows = 256
+
+var errOwner = errors.New("sqlstore: empty subscriber or owner")
+
+// FanOut implements [plantstore.Outbox.FanOut]. Events are recorded only
+// by a Store opened [WithOutbox].
+func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (int, error) {
+	if len(subscribers) == 0 || limit <= 0 {
+		return 0, nil
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.pendingEvents, after, limit)
+	args := make([]any, 0, 1+len(subscribers))
+	args = append(args, limit)
+	for _, sub := range subscribers {
+		args = append(args, sub)
+	}
+	var n int64
+	err := s.writeTx(ctx, true, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q.fanOut(len(subscribers)), args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
-		return nil, failure(ctx, "read events", err)
+		return 0, failure(ctx, "fan out events", err)
+	}
+	return int((n + int64(len(subscribers)) - 1) / int64(len(subscribers))), nil
+}
+
+// Claim implements [plantstore.Outbox.Claim]. It uses the clock of this
+// process: the processes sharing a database need clocks that agree to
+// well within a lease.
+func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.Time, limit int) (_ []plantstore.Delivery, err error) {
+	defer s.m.done(opClaimEvents, s.m.start(), &err)
+	if subscriber == "" || owner == "" {
+		return nil, errOwner
+	}
+	limit = min(limit, batchRows)
+	if limit <= 0 {
+		return []plantstore.Delivery{}, nil
+	}
+	now := time.Now().UnixMicro()
+	attempts := map[int64]int{}
+	var (
+		seqs   []int64
+		events map[int64]plantstore.Event
+	)
+	// The events are read in the claiming transaction: a claim whose
+	// caller never learns of it would hold its deliveries for a lease.
+	err = s.writeTx(ctx, false, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, s.q.claim(), until.UnixMicro(), owner, subscriber, now, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var n int
+			if err := rows.Scan(&seq, &n); err != nil {
+				return err
+			}
+			attempts[seq] = n
+			seqs = append(seqs, seq)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(seqs) == 0 {
+			return nil
+		}
+		events, err = readEvents(ctx, tx, s.q.events(len(seqs)), seqs)
+		return err
+	})
+	if err != nil {
+		return nil, failure(ctx, "claim deliveries", err)
+	}
+	if len(seqs) == 0 {
+		return []plantstore.Delivery{}, nil
+	}
+	out := make([]plantstore.Delivery, 0, len(events))
+	var gone []int64
+	for _, seq := range seqs {
+		ev, ok := events[seq]
+		if !ok {
+			gone = append(gone, seq)
+			continue
+		}
+		out = append(out, plantstore.Delivery{Event: ev, Attempts: attempts[seq]})
+	}
+	if len(gone) > 0 {
+		// Only a FanOut racing an Ack of the same event's last delivery
+		// could leave such a row behind; it has nothing to deliver.
+		if err := s.Ack(ctx, subscriber, gone); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b plantstore.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+// readEvents runs query, which reads the events seqs, and returns them by
+// seq.
+func readEvents(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, seqs []int64) (map[int64]plantstore.Event, error) {
+	rows, err := q.QueryContext(ctx, query, int64Args(seqs)...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
-	events := []plantstore.Event{}
+	events := make(map[int64]plantstore.Event, len(seqs))
 	for rows.Next() {
 		var (
 			e       plantstore.Event
@@ -32,31 +149,133 @@ func (s *Store) PendingEvents(ctx context.Context, after int64, limit int) (_ []
 			created int64
 		)
 		if err := rows.Scan(&e.Seq, &e.Plant.ID, &e.Plant.Name, &tag, &created); err != nil {
-			return nil, failure(ctx, "read events", err)
+			return nil, err
 		}
 		e.Plant.Tag, e.Plant.HasTag = tag.String, tag.Valid
 		e.Time = time.UnixMicro(created).UTC()
-		events = append(events, e)
+		events[e.Seq] = e
 	}
 	if err := rows.Err(); err != nil {
-		return nil, failure(ctx, "read events", err)
+		return nil, err
 	}
 	return events, nil
 }
 
-// DeleteEvent implements [plantstore.Outbox]. Deleting an event that is
-// gone is not an error.
-//
-// Errors: [plantstore.ErrUnavailable], the context's error, or another
-// failure, wrapped.
-func (s *Store) DeleteEvent(ctx context.Context, seq int64) (err error) {
-	defer s.m.done(opDeleteEvent, s.m.start(), &err)
+// Extend implements [plantstore.Outbox.Extend].
+func (s *Store) Extend(ctx context.Context, subscriber, owner string, seqs []int64, until time.Time) ([]int64, error) {
+	if subscriber == "" || owner == "" {
+		return nil, errOwner
+	}
+	kept := []int64{}
+	for batch := range slices.Chunk(seqs, batchRows) {
+		args := append([]any{until.UnixMicro(), subscriber, owner}, int64Args(batch)...)
+		err := s.writeTx(ctx, false, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, s.q.extend(len(batch)), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					return err
+				}
+				kept = append(kept, seq)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, failure(ctx, "extend leases", err)
+		}
+	}
+	return kept, nil
+}
+
+// Retry implements [plantstore.Outbox.Retry].
+func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []plantstore.Retry) error {
+	if subscriber == "" || owner == "" {
+		return errOwner
+	}
+	for len(retries) > 0 {
+		batch := retries[:min(len(retries), batchRows)]
+		retries = retries[len(batch):]
+		args := make([]any, 0, 2+3*len(batch))
+		args = append(args, subscriber, owner)
+		for _, r := range batch {
+			args = append(args, r.Seq, r.Attempts, r.Due.UnixMicro())
+		}
+		err := s.writeTx(ctx, false, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, s.q.retry(len(batch)), args...)
+			return err
+		})
+		if err != nil {
+			return failure(ctx, "schedule retries", err)
+		}
+	}
+	return nil
+}
+
+// Ack implements [plantstore.Outbox.Ack]. Each batch of up to 256
+// deliveries is one transaction of two statements: one deletes the
+// deliveries, the other the events left without any.
+func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err error) {
+	defer s.m.done(opAckEvents, s.m.start(), &err)
+	if subscriber == "" {
+		return errOwner
+	}
+	for batch := range slices.Chunk(seqs, batchRows) {
+		args := int64Args(batch)
+		err := s.writeTx(ctx, true, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, s.q.endDeliveries(len(batch)), append([]any{subscriber}, args...)...); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, s.q.purgeEvents(len(batch)), args...)
+			return err
+		})
+		if err != nil {
+			return failure(ctx, "end deliveries", err)
+		}
+	}
+	return nil
+}
+
+// Depth implements [plantstore.Outbox.Depth].
+func (s *Store) Depth(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, s.q.depth).Scan(&n); err != nil {
+		return 0, failure(ctx, "count events", err)
+	}
+	return n, nil
+}
+
+// writeTx runs fn in a transaction that writes: on SQLite after this
+// Store's turn to write, and, when serial, on PostgreSQL under
+// deliveryLockKey.
+func (s *Store) writeTx(ctx context.Context, serial bool, fn func(*sql.Tx) error) error {
 	if err := s.lockWrites(ctx); err != nil {
 		return err
 	}
 	defer s.unlockWrites()
-	if _, err := s.db.ExecContext(ctx, s.q.deleteEvent, seq); err != nil {
-		return failure(ctx, "delete event", err)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer func() { _ = tx.Rollback() }()
+	if serial && s.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(deliveryLockKey)); err != nil {
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func int64Args(vs []int64) []any {
+	args := make([]any, len(vs))
+	for i, v := range vs {
+		args[i] = v
+	}
+	return args
 }

@@ -7,12 +7,11 @@ import (
 
 // queries holds the statements a Store runs, in its dialect.
 type queries struct {
-	dialect       Dialect
-	plant         string
-	list          string
-	delete        string
-	pendingEvents string
-	deleteEvent   string
+	dialect Dialect
+	plant   string
+	list    string
+	delete  string
+	depth   string
 }
 
 func newQueries(d Dialect) queries {
@@ -21,8 +20,7 @@ func newQueries(d Dialect) queries {
 	q.plant = `SELECT name, tag FROM plants WHERE id = ` + p(1)
 	q.list = `SELECT id, name, tag FROM plants WHERE id >= ` + p(1) + ` ORDER BY id LIMIT ` + p(2)
 	q.delete = `DELETE FROM plants WHERE id = ` + p(1)
-	q.pendingEvents = `SELECT seq, plant_id, name, tag, created_us FROM events WHERE seq > ` + p(1) + ` ORDER BY seq LIMIT ` + p(2)
-	q.deleteEvent = `DELETE FROM events WHERE seq = ` + p(1)
+	q.depth = `SELECT count(*) FROM events`
 	return q
 }
 
@@ -68,5 +66,118 @@ func (q queries) insertEvents(rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO events (plant_id, name, tag, created_us) VALUES `)
 	q.values(&b, rows, 4)
+	return b.String()
+}
+
+// placeholders appends n placeholders, comma-separated, numbered from first.
+func (q queries) placeholders(b *strings.Builder, first, n int) {
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(q.param(first + i))
+	}
+}
+
+// fanOut returns the statement that creates a delivery to each of subs
+// subscribers ($2…) for each of the oldest $1 events past the greatest seq
+// that has a delivery. Events commit in seq order (see outboxLockKey), and
+// an event loses its deliveries only in the transaction that deletes it,
+// so the events past that seq are exactly those not fanned out yet. The
+// WHERE true lets SQLite parse ON CONFLICT after a SELECT.
+func (q queries) fanOut(subs int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO webhook_deliveries (subscriber, seq) SELECT s.subscriber, e.seq FROM (SELECT seq FROM events WHERE seq > (SELECT coalesce(max(seq), 0) FROM webhook_deliveries) ORDER BY seq LIMIT ` + q.param(1) + `) e CROSS JOIN (`)
+	for i := range subs {
+		if i > 0 {
+			b.WriteString(` UNION ALL `)
+		}
+		b.WriteString(`SELECT CAST(` + q.param(2+i) + ` AS TEXT) AS subscriber`)
+	}
+	b.WriteString(`) s WHERE true ON CONFLICT DO NOTHING`)
+	return b.String()
+}
+
+// claim returns the statement that leases to owner $2 until $1 at most $5
+// deliveries to subscriber $3 that are due and unleased at $4. On
+// PostgreSQL the candidates are picked in a CTE, which runs once (an IN
+// subquery may be rescanned per row, each time picking more), and SKIP
+// LOCKED lets concurrent claimers take different rows instead of queueing
+// on the same ones; the outer lease test makes a claimer that did wait on
+// a row skip it once another has leased it. SQLite runs one writer at a
+// time.
+func (q queries) claim() string {
+	p := q.param
+	if q.dialect == Postgres {
+		return `WITH c AS (SELECT seq FROM webhook_deliveries WHERE subscriber = $3 AND due_us <= $4 AND lease_us <= $4` +
+			` ORDER BY seq LIMIT $5 FOR UPDATE SKIP LOCKED)` +
+			` UPDATE webhook_deliveries d SET lease_us = $1, owner = $2 FROM c` +
+			` WHERE d.subscriber = $3 AND d.seq = c.seq AND d.lease_us <= $4 RETURNING d.seq, d.attempts`
+	}
+	return `UPDATE webhook_deliveries SET lease_us = ` + p(1) + `, owner = ` + p(2) +
+		` WHERE subscriber = ` + p(3) + ` AND lease_us <= ` + p(4) + ` AND seq IN (SELECT seq FROM webhook_deliveries WHERE subscriber = ` + p(3) +
+		` AND due_us <= ` + p(4) + ` AND lease_us <= ` + p(4) + ` ORDER BY seq LIMIT ` + p(5) + `) RETURNING seq, attempts`
+}
+
+// events returns the query that reads the n events whose seqs are $1….
+func (q queries) events(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT seq, plant_id, name, tag, created_us FROM events WHERE seq IN (`)
+	q.placeholders(&b, 1, n)
+	b.WriteString(`)`)
+	return b.String()
+}
+
+// extend returns the statement that moves to $1 the lease of owner $3 on
+// the n deliveries to subscriber $2 whose seqs are $4….
+func (q queries) extend(n int) string {
+	var b strings.Builder
+	b.WriteString(`UPDATE webhook_deliveries SET lease_us = ` + q.param(1) + ` WHERE subscriber = ` + q.param(2) + ` AND owner = ` + q.param(3) + ` AND seq IN (`)
+	q.placeholders(&b, 4, n)
+	b.WriteString(`) RETURNING seq`)
+	return b.String()
+}
+
+// retry returns the statement that records n retries of deliveries to
+// subscriber $1 held by owner $2: for each, from $3 on, its seq, its
+// attempts and its due time.
+func (q queries) retry(n int) string {
+	var b strings.Builder
+	b.WriteString(`UPDATE webhook_deliveries SET lease_us = 0, attempts = CASE seq`)
+	for i := range n {
+		b.WriteString(` WHEN ` + q.param(3+3*i) + ` THEN CAST(` + q.param(4+3*i) + ` AS INTEGER)`)
+	}
+	b.WriteString(` ELSE attempts END, due_us = CASE seq`)
+	for i := range n {
+		b.WriteString(` WHEN ` + q.param(3+3*i) + ` THEN CAST(` + q.param(5+3*i) + ` AS BIGINT)`)
+	}
+	b.WriteString(` ELSE due_us END WHERE subscriber = ` + q.param(1) + ` AND owner = ` + q.param(2) + ` AND seq IN (`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(q.param(3 + 3*i))
+	}
+	b.WriteString(`)`)
+	return b.String()
+}
+
+// endDeliveries returns the statement that deletes the n deliveries to
+// subscriber $1 whose seqs are $2….
+func (q queries) endDeliveries(n int) string {
+	var b strings.Builder
+	b.WriteString(`DELETE FROM webhook_deliveries WHERE subscriber = ` + q.param(1) + ` AND seq IN (`)
+	q.placeholders(&b, 2, n)
+	b.WriteString(`)`)
+	return b.String()
+}
+
+// purgeEvents returns the statement that deletes those of the n events
+// $1… that have no delivery left.
+func (q queries) purgeEvents(n int) string {
+	var b strings.Builder
+	b.WriteString(`DELETE FROM events WHERE seq IN (`)
+	q.placeholders(&b, 1, n)
+	b.WriteString(`) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = events.seq)`)
 	return b.String()
 }

@@ -170,6 +170,29 @@ var migrations = []migration{
 	{ // 3: mark a SQLite file as plantstore's; see PrepareSQLiteFile.
 		sqlite: []string{fmt.Sprintf(`PRAGMA application_id = %d`, ApplicationID)},
 	},
+	{ // 4: one row per (subscriber, event) delivery not yet ended, with its
+		// retry schedule and lease; see outbox.go.
+		sqlite: []string{`CREATE TABLE webhook_deliveries (
+			subscriber TEXT NOT NULL,
+			seq        INTEGER NOT NULL,
+			attempts   INTEGER NOT NULL DEFAULT 0,
+			due_us     INTEGER NOT NULL DEFAULT 0,
+			lease_us   INTEGER NOT NULL DEFAULT 0,
+			owner      TEXT NOT NULL DEFAULT '',
+			PRIMARY KEY (subscriber, seq)
+		) STRICT, WITHOUT ROWID`,
+			`CREATE INDEX webhook_deliveries_seq ON webhook_deliveries (seq)`},
+		postgres: []string{`CREATE TABLE webhook_deliveries (
+			subscriber TEXT NOT NULL,
+			seq        BIGINT NOT NULL,
+			attempts   INTEGER NOT NULL DEFAULT 0,
+			due_us     BIGINT NOT NULL DEFAULT 0,
+			lease_us   BIGINT NOT NULL DEFAULT 0,
+			owner      TEXT NOT NULL DEFAULT '',
+			PRIMARY KEY (subscriber, seq)
+		)`,
+			`CREATE INDEX webhook_deliveries_seq ON webhook_deliveries (seq)`},
+	},
 }
 
 // migrateLockKey is the PostgreSQL advisory lock that serialises

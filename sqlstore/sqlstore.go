@@ -28,6 +28,16 @@
 // its own result. [WithoutGroupCommit] makes each Create its own
 // transaction.
 //
+// # Webhook outbox
+//
+// A Store opened [WithOutbox] keeps the events and the state of each
+// (event, subscriber) delivery in the database, so that the webhook
+// dispatchers of every process on one database, PostgreSQL or a SQLite
+// file, share the work: a delivery is claimed with a lease
+// ([Store.Claim]), renewed while its owner lives ([Store.Extend]), and
+// claimed by another owner once the lease expires. Each batch of claims,
+// acks or retries is one statement.
+//
 // # Errors
 //
 // A taken id is an error wrapping [plantstore.ErrConflict], a missing one
@@ -118,8 +128,9 @@ func WithoutGroupCommit() Option {
 }
 
 // WithOutbox makes every Create also record a [plantstore.Event] in the
-// same transaction as the plant, for [Store.PendingEvents]. Without it no
-// events are recorded.
+// same transaction as the plant, for delivery through the
+// [plantstore.Outbox] methods ([Store.FanOut], [Store.Claim], …). Without
+// it no events are recorded.
 //
 // On PostgreSQL, a transaction that records events holds an advisory lock
 // until it commits, so that events commit in seq order: the transactions

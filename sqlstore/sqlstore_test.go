@@ -210,10 +210,7 @@ func TestBatchOutcomes(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("plants after the batch mismatch (-want +got):\n%s", diff)
 			}
-			events, err := s.PendingEvents(ctx, 0, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
+			events := allEvents(t, s)
 			gotEvents := map[int64]string{}
 			for _, e := range events {
 				gotEvents[e.Plant.ID] = e.Plant.Name

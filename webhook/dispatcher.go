@@ -2,13 +2,19 @@ package webhook
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
 )
@@ -22,14 +28,16 @@ const (
 	DefaultPollInterval   = time.Second
 	DefaultConcurrency    = 4
 	DefaultMaxInFlight    = 1000
-	DefaultCommitWait     = time.Minute
+	DefaultLease          = 30 * time.Second
+	DefaultStatsInterval  = 30 * time.Second
 )
 
 // Config configures a [Dispatcher]. Only Subscribers and Secret are
 // required; every other zero field takes its default.
 type Config struct {
 	// Subscribers are the absolute http or https URLs every event is
-	// POSTed to.
+	// POSTed to. Every Dispatcher sharing one outbox must list the same
+	// subscribers.
 	Subscribers []string
 
 	// Secret signs deliveries: raw key bytes, or "whsec_" followed by the
@@ -58,54 +66,74 @@ type Config struct {
 	MaxAge time.Duration
 
 	// PollInterval is how often the outbox is read when nothing calls
-	// Notify. Default 1s.
+	// Notify: for events that other processes added, and for retries that
+	// come due. Default 1s.
 	PollInterval time.Duration
 
 	// Concurrency caps the attempts in flight to one subscriber. Default 4.
 	Concurrency int
 
-	// MaxInFlight caps the events held in memory for one subscriber,
-	// read from the outbox but not yet delivered or abandoned. A
-	// subscriber that falls behind stops reading until it catches up;
-	// other subscribers are not held back. Default 1000.
+	// MaxInFlight caps the deliveries to one subscriber that the
+	// Dispatcher holds claimed, waiting or in flight. A subscriber that
+	// falls behind stops claiming until it catches up; other subscribers
+	// are not held back. Default 1000.
 	MaxInFlight int
 
-	// CommitWait is how long an event may appear in the outbox after an
-	// event with a greater Seq, as it can when concurrent transactions
-	// commit out of order. Events that appear later are delivered only
-	// after a restart. Default 1m.
-	CommitWait time.Duration
+	// Lease is how long a claimed delivery stays with this Dispatcher
+	// before another one sharing the outbox may claim it. The Dispatcher
+	// renews its leases every third of Lease while it lives, so Lease is
+	// how long the deliveries of a process that died wait for another.
+	// Default 30s.
+	Lease time.Duration
 
-	// Logger receives delivery failures and abandonments. It never
-	// receives secrets, bodies, or subscriber URLs beyond scheme and host.
-	// Default slog.Default().
+	// Registerer, when not nil, receives the Dispatcher's metrics:
+	// plantstore_webhook_deliveries_total,
+	// plantstore_webhook_failed_attempts_total,
+	// plantstore_webhook_abandoned_total and the gauge
+	// plantstore_webhook_outbox_depth. Registering fails [New] when the
+	// names are taken.
+	Registerer prometheus.Registerer
+
+	// StatsInterval is how often the outbox depth and the delivery rate
+	// are logged at info level, while either is not zero. Default 30s.
+	StatsInterval time.Duration
+
+	// Logger receives delivery failures, abandonments and the periodic
+	// statistics. It never receives secrets, bodies, or subscriber URLs
+	// beyond scheme and host. Default slog.Default().
 	Logger *slog.Logger
 }
 
 // A Dispatcher delivers the events of a [plantstore.Outbox] to every
 // subscriber of its [Config].
 //
-// Each subscriber is served on its own: it has its own position in the
-// outbox, its own retries and a pool of at most Config.Concurrency
-// attempts, so a slow or dead subscriber delays neither creates nor
-// deliveries to other subscribers. A 2xx response ends an event for a
-// subscriber; any other outcome is retried with backoff until MaxAge. An
-// event is deleted from the outbox once every subscriber has received it
-// or given up on it.
+// Dispatchers in several processes may share one durable outbox: each
+// claims deliveries with a lease (see [plantstore.Outbox]), so that each
+// event reaches each subscriber once while every process lives, and at
+// least once when one dies: its claimed deliveries are claimed by another
+// Dispatcher once their leases expire. Receivers drop repeated
+// webhook-ids.
 //
-// While the process runs, each event is sent to each subscriber once,
-// plus retries after failed attempts. Events still in the outbox when the
-// process stops, including some that were delivered just before, are
-// delivered again by the next Dispatcher over the same outbox: delivery is
-// at least once, and receivers drop repeated webhook-ids.
+// Each subscriber is served on its own: it has its own deliveries, its
+// own retries and a pool of at most Config.Concurrency attempts, so a slow
+// or dead subscriber delays neither creates nor deliveries to other
+// subscribers. A 2xx response ends the delivery; any other outcome is
+// recorded in the outbox and retried with backoff, by whichever
+// Dispatcher claims it when it is due, until MaxAge.
 type Dispatcher struct {
-	source plantstore.Outbox
-	cfg    Config
-	key    []byte
-	log    *slog.Logger
-	subs   []*subscriber
+	source  plantstore.Outbox
+	cfg     Config
+	key     []byte
+	log     *slog.Logger
+	owner   string   // this Dispatcher's name in the leases it takes
+	keys    []string // the subscribers' keys in the outbox
+	subs    []*subscriber
+	wake    chan struct{}
+	metrics metrics
 
-	mu      sync.Mutex // guards the outbox positions of every subscriber
+	delivered atomic.Int64 // successful deliveries, for the statistics line
+
+	mu      sync.Mutex
 	running bool
 }
 
@@ -115,8 +143,8 @@ var ErrRunning = errors.New("webhook: dispatcher already ran")
 // New returns a Dispatcher that delivers the events of source as cfg says.
 //
 // Errors: [ErrSecret] for an unusable cfg.Secret; an error when there are
-// no subscribers, a subscriber is not an absolute http or https URL, or a
-// duration or count is negative.
+// no subscribers, a subscriber is not an absolute http or https URL, a
+// duration or count is negative, or cfg.Registerer refuses the metrics.
 func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 	if source == nil {
 		return nil, errors.New("webhook: nil outbox")
@@ -138,7 +166,8 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 		{"MaxBackoff", &cfg.MaxBackoff, DefaultMaxBackoff},
 		{"MaxAge", &cfg.MaxAge, DefaultMaxAge},
 		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
-		{"CommitWait", &cfg.CommitWait, DefaultCommitWait},
+		{"Lease", &cfg.Lease, DefaultLease},
+		{"StatsInterval", &cfg.StatsInterval, DefaultStatsInterval},
 	} {
 		switch {
 		case *f.v < 0:
@@ -168,10 +197,18 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 	if cfg.Client == nil {
 		cfg.Client = defaultClient(cfg.Concurrency)
 	}
-	d := &Dispatcher{source: source, cfg: cfg, key: key, log: cfg.Logger}
+	d := &Dispatcher{
+		source: source,
+		cfg:    cfg,
+		key:    key,
+		log:    cfg.Logger,
+		owner:  "dispatcher_" + rand.Text(),
+		wake:   make(chan struct{}, 1),
+	}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	seen := map[string]bool{}
 	for i, raw := range cfg.Subscribers {
 		u, err := url.Parse(raw)
 		switch {
@@ -182,9 +219,27 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 		case u.Hostname() == "":
 			return nil, fmt.Errorf("webhook: subscriber %d: URL has no host", i)
 		}
-		d.subs = append(d.subs, newSubscriber(d, i, raw, u.Scheme+"://"+u.Host))
+		k := SubscriberKey(raw)
+		if seen[k] {
+			return nil, fmt.Errorf("webhook: subscriber %d: listed twice", i)
+		}
+		seen[k] = true
+		d.keys = append(d.keys, k)
+		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
+	}
+	if err := d.metrics.register(cfg.Registerer, d.depth); err != nil {
+		return nil, err
 	}
 	return d, nil
+}
+
+// SubscriberKey returns the key under which an outbox keeps the deliveries
+// to the subscriber at rawURL: a hash of the URL, so that the outbox holds
+// no credentials the URL may carry, and every process that lists the same
+// URL finds the same deliveries.
+func SubscriberKey(rawURL string) string {
+	sum := sha256.Sum256([]byte(rawURL))
+	return "sha256_" + hex.EncodeToString(sum[:16])
 }
 
 func defaultClient(concurrency int) *http.Client {
@@ -202,17 +257,16 @@ func defaultClient(concurrency int) *http.Client {
 // never blocks, so it can be called from [plantstore.OnCreate] after the
 // event is in the outbox.
 func (d *Dispatcher) Notify() {
-	for _, s := range d.subs {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Run delivers events until ctx is done, then cancels the attempts in
-// flight and returns once they have ended. Events it could not finish stay
-// in the outbox. Outbox failures are logged and retried at the next poll.
+// flight, releases the deliveries it holds to other Dispatchers, and
+// returns once they have ended. Outbox failures are logged and retried at
+// the next poll.
 //
 // Errors: [ErrRunning] when Run was called before; otherwise nil.
 func (d *Dispatcher) Run(ctx context.Context) error {
@@ -227,20 +281,85 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for _, s := range d.subs {
 		wg.Go(func() { s.run(ctx) })
 	}
+	wg.Go(func() { d.fanOut(ctx) })
+	wg.Go(func() { d.logStats(ctx) })
 	wg.Wait()
 	return nil
 }
 
-// done reports whether every subscriber is finished with the event seq:
-// each has read it and has no delivery of it left. Callers hold d.mu.
-func (d *Dispatcher) done(seq int64) bool {
-	for _, s := range d.subs {
-		if !s.passed(seq) {
-			return false
+// fanOut creates the deliveries of new events whenever Notify is called,
+// and every PollInterval, and wakes the subscribers when there are some.
+func (d *Dispatcher) fanOut(ctx context.Context) {
+	t := time.NewTicker(d.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		total := 0
+		for ctx.Err() == nil {
+			n, err := d.source.FanOut(ctx, d.keys, maxRead)
+			if err != nil {
+				d.logOutboxError(ctx, "fan out", err)
+				break
+			}
+			total += n
+			if n < maxRead {
+				break
+			}
 		}
-		if _, ok := s.inflight[seq]; ok {
-			return false
+		if total > 0 {
+			for _, s := range d.subs {
+				s.notify()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-t.C:
 		}
 	}
-	return true
+}
+
+// depth returns the outbox depth, or NaN when the outbox cannot say.
+func (d *Dispatcher) depth() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.AttemptTimeout)
+	defer cancel()
+	n, err := d.source.Depth(ctx)
+	if err != nil {
+		return nan
+	}
+	return float64(n)
+}
+
+// logStats logs the outbox depth and the delivery rate every
+// StatsInterval while either is not zero.
+func (d *Dispatcher) logStats(ctx context.Context) {
+	t := time.NewTicker(d.cfg.StatsInterval)
+	defer t.Stop()
+	last, lastTime := d.delivered.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := d.source.Depth(ctx)
+		if err != nil {
+			d.logOutboxError(ctx, "count", err)
+			continue
+		}
+		now, delivered := time.Now(), d.delivered.Load()
+		if n > 0 || delivered > last {
+			rate := float64(delivered-last) / now.Sub(lastTime).Seconds()
+			d.log.InfoContext(ctx, "webhook: outbox", "depth", n, "delivered", delivered-last,
+				"per_second", fmt.Sprintf("%.1f", rate), "interval", now.Sub(lastTime).Round(time.Second))
+		}
+		last, lastTime = delivered, now
+	}
+}
+
+func (d *Dispatcher) logOutboxError(ctx context.Context, op string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	d.log.ErrorContext(ctx, "webhook: outbox "+op+" failed", "error", err.Error())
 }

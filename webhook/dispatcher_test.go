@@ -124,10 +124,7 @@ func TestDeadSubscriber(t *testing.T) {
 	if got := tr.maxActive.Load(); got > concurrency {
 		t.Errorf("%d attempts to dead at once, want at most Concurrency, %d", got, concurrency)
 	}
-	attempts, delivered, _ := dead.stats()
-	if len(attempts) > 10 {
-		t.Errorf("dead was sent %d events, want at most MaxInFlight, 10, while none succeeds", len(attempts))
-	}
+	_, delivered, _ := dead.stats()
 	if len(delivered) != 0 {
 		t.Errorf("dead delivered %v, want none", delivered)
 	}
@@ -242,77 +239,21 @@ func TestManyConcurrentCreates(t *testing.T) {
 	}
 }
 
-// revealOutbox is an Outbox whose events can be hidden, as an event is
-// when its transaction commits after one with a greater Seq.
-type revealOutbox struct {
-	mu      sync.Mutex
-	events  []plantstore.Event
-	hidden  map[int64]bool
-	deleted map[int64]bool
-}
-
-func (o *revealOutbox) PendingEvents(_ context.Context, after int64, limit int) ([]plantstore.Event, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := []plantstore.Event{}
-	for _, ev := range o.events {
-		if ev.Seq > after && !o.hidden[ev.Seq] && !o.deleted[ev.Seq] && len(out) < limit {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
-}
-
-func (o *revealOutbox) DeleteEvent(_ context.Context, seq int64) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.deleted[seq] = true
-	return nil
-}
-
-func (o *revealOutbox) reveal() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	clear(o.hidden)
-}
-
-func (o *revealOutbox) deletedCount() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.deleted)
-}
-
-func TestEventCommittedOutOfOrder(t *testing.T) {
-	o := &revealOutbox{hidden: map[int64]bool{2: true, 4: true}, deleted: map[int64]bool{}}
-	for seq := range int64(5) {
-		o.events = append(o.events, plantstore.Event{Seq: seq + 1, Plant: plantstore.Plant{ID: seq + 1, Name: "p"}, Time: time.Now()})
-	}
-	a, b := newReceiver(t, ok), newReceiver(t, ok)
-	d, _, _ := start(t, o, webhook.Config{Subscribers: []string{a.url(), b.url()}})
-	waitFor(t, "the visible events to be deleted", func() bool { return o.deletedCount() == 3 })
-	o.reveal()
-	d.Notify()
-	waitFor(t, "every event to be deleted", func() bool { return o.deletedCount() == 5 })
-
-	for _, rc := range []*receiver{a, b} {
-		if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, rc.plantIDs(t)); diff != "" {
-			t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
-		}
-		if attempts, _, _ := rc.stats(); !onceEach(5)(attempts) {
-			t.Errorf("attempts by webhook-id = %v, want each of 5 once", attempts)
-		}
-	}
-}
-
 // failingOutbox fails every call, as a storage that cannot be reached does.
 type failingOutbox struct{}
 
 var errDown = errors.New("outbox down")
 
-func (failingOutbox) PendingEvents(context.Context, int64, int) ([]plantstore.Event, error) {
+func (failingOutbox) FanOut(context.Context, []string, int) (int, error) { return 0, errDown }
+func (failingOutbox) Claim(context.Context, string, string, time.Time, int) ([]plantstore.Delivery, error) {
 	return nil, errDown
 }
-func (failingOutbox) DeleteEvent(context.Context, int64) error { return errDown }
+func (failingOutbox) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
+	return nil, errDown
+}
+func (failingOutbox) Retry(context.Context, string, string, []plantstore.Retry) error { return errDown }
+func (failingOutbox) Ack(context.Context, string, []int64) error                      { return errDown }
+func (failingOutbox) Depth(context.Context) (int, error)                              { return 0, errDown }
 
 func TestOutboxFailureIsLogged(t *testing.T) {
 	rc := newReceiver(t, ok)

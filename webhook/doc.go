@@ -13,6 +13,12 @@
 //		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 //	go d.Run(ctx)
 //
+// Dispatchers in several processes may share one durable outbox, such as
+// a [github.com/plantstore/plantstore/sqlstore.Store] on one database:
+// they split its deliveries by claiming them with a lease, so that each
+// event reaches each subscriber once while they all live, and at least
+// once when one dies.
+//
 // Each delivery carries the headers webhook-id, webhook-timestamp and
 // webhook-signature. Receivers check them with [Verify] and drop
 // deliveries whose webhook-id they have already handled, since an event may

@@ -11,85 +11,98 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-func pendingIDs(t *testing.T, o plantstore.Outbox, after int64, limit int) []int64 {
+// claimIDs claims for owner and returns the plant ids claimed.
+func claimIDs(t *testing.T, o plantstore.Outbox, sub, owner string, until time.Time, limit int) []int64 {
 	t.Helper()
-	evs, err := o.PendingEvents(context.Background(), after, limit)
+	ds, err := o.Claim(context.Background(), sub, owner, until, limit)
 	if err != nil {
-		t.Fatalf("PendingEvents(%d, %d) = %v", after, limit, err)
+		t.Fatalf("Claim(%s, %s) = %v", sub, owner, err)
 	}
 	ids := []int64{}
-	for _, ev := range evs {
-		ids = append(ids, ev.Plant.ID)
+	for _, d := range ds {
+		ids = append(ids, d.Plant.ID)
 	}
 	return ids
 }
 
 func TestMemoryOutbox(t *testing.T) {
 	start := time.Now()
+	ctx := context.Background()
 	mo := webhook.NewMemoryOutbox()
-	for id := range int64(200) {
+	for id := range int64(6) {
 		mo.Add(plantstore.Plant{ID: id, Name: "p"})
 	}
-	evs, err := mo.PendingEvents(context.Background(), 0, 1000)
-	if err != nil {
-		t.Fatalf("PendingEvents() = %v", err)
+	if n, err := mo.FanOut(ctx, []string{"a", "b", "a"}, 4); err != nil || n != 4 {
+		t.Fatalf("FanOut(limit 4) = %d, %v, want 4", n, err)
 	}
-	if len(evs) != 200 {
-		t.Fatalf("PendingEvents() returned %d events, want 200", len(evs))
+	if got := mo.Len(); got != 6 {
+		t.Errorf("Len() = %d, want 6: fanned out or not, no event has ended", got)
 	}
-	if evs[0].Seq <= start.UnixNano() {
-		t.Errorf("first Seq = %d, want above the clock at start, %d, so that a restart never reuses one", evs[0].Seq, start.UnixNano())
+	hour := time.Now().Add(time.Hour)
+	ds, err := mo.Claim(ctx, "a", "one", hour, 2)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("Claim(a, one, 2) = %v, %v, want two", ds, err)
 	}
-	for i, ev := range evs {
-		if i > 0 && ev.Seq <= evs[i-1].Seq {
-			t.Fatalf("Seq %d follows %d, want ascending", ev.Seq, evs[i-1].Seq)
-		}
-		if ev.Time.Before(start) {
-			t.Errorf("event %d Time = %v, before the test started", i, ev.Time)
-		}
+	if ds[0].Seq <= start.UnixNano() {
+		t.Errorf("first Seq = %d, want above the clock at start, %d, so that a restart never reuses one", ds[0].Seq, start.UnixNano())
 	}
-
-	// Delete every odd plant, in descending order, then the first ten.
-	ctx := context.Background()
-	for i := len(evs) - 1; i >= 0; i-- {
-		if i%2 == 1 || i < 10 {
-			if err := mo.DeleteEvent(ctx, evs[i].Seq); err != nil {
-				t.Fatalf("DeleteEvent() = %v", err)
-			}
-		}
-	}
-	if err := mo.DeleteEvent(ctx, evs[0].Seq); err != nil {
-		t.Errorf("DeleteEvent() of a deleted event = %v, want nil", err)
-	}
-	if got, want := mo.Len(), 95; got != want {
-		t.Errorf("Len() = %d, want %d", got, want)
+	if ds[1].Seq <= ds[0].Seq || ds[0].Time.Before(start) {
+		t.Errorf("Claim() = %+v, want ascending Seqs and times after the start", ds)
 	}
 	tests := []struct {
 		name  string
-		after int64
-		limit int
+		sub   string
+		owner string
 		want  []int64
 	}{
-		{"from the start", 0, 3, []int64{10, 12, 14}},
-		{"after a deleted event", evs[11].Seq, 2, []int64{12, 14}},
-		{"after a kept event", evs[12].Seq, 2, []int64{14, 16}},
-		{"after the last", evs[199].Seq, 5, []int64{}},
-		{"tail", evs[193].Seq, 5, []int64{194, 196, 198}},
+		{"the rest of a's, leased apart", "a", "two", []int64{2, 3}},
+		{"nothing left unleased", "a", "three", []int64{}},
+		{"b's own deliveries", "b", "two", []int64{0, 1, 2, 3}},
+		{"a subscriber nobody fanned out to", "c", "two", []int64{}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, pendingIDs(t, mo, tt.after, tt.limit)); diff != "" {
-				t.Errorf("PendingEvents() plant ids mismatch (-want +got):\n%s", diff)
-			}
-		})
+		if diff := cmp.Diff(tt.want, claimIDs(t, mo, tt.sub, tt.owner, hour, 10)); diff != "" {
+			t.Errorf("%s: Claim(%s, %s) plant ids mismatch (-want +got):\n%s", tt.name, tt.sub, tt.owner, diff)
+		}
+	}
+
+	seq0, seq1 := ds[0].Seq, ds[1].Seq
+	if kept, err := mo.Extend(ctx, "a", "two", []int64{seq0, seq1}, hour); err != nil || len(kept) != 0 {
+		t.Errorf("Extend() by an owner that holds nothing = %v, %v, want none kept", kept, err)
+	}
+	if err := mo.Retry(ctx, "a", "one", []plantstore.Retry{{Seq: seq0, Attempts: 3, Due: time.Now().Add(-time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err = mo.Claim(ctx, "a", "four", hour, 10)
+	if err != nil || len(ds) != 1 || ds[0].Seq != seq0 || ds[0].Attempts != 3 {
+		t.Errorf("Claim() after a retry = %+v, %v, want plant 0 with 3 attempts", ds, err)
+	}
+	if kept, err := mo.Extend(ctx, "a", "one", []int64{seq0, seq1}, hour); err != nil || !cmp.Equal(kept, []int64{seq1}) {
+		t.Errorf("Extend() = %v, %v, want only %d: another owner holds %d now", kept, err, seq1, seq0)
+	}
+
+	if err := mo.Ack(ctx, "a", []int64{seq0, seq1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mo.Ack(ctx, "b", []int64{seq0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mo.Ack(ctx, "b", []int64{seq0}); err != nil {
+		t.Errorf("Ack() of an ended delivery = %v, want nil", err)
+	}
+	if n, err := mo.Depth(ctx); err != nil || n != 5 {
+		t.Errorf("Depth() = %d, %v, want 5: only plant 0 ended for both subscribers", n, err)
 	}
 }
 
 func TestMemoryOutboxZeroValue(t *testing.T) {
 	var mo webhook.MemoryOutbox
 	mo.Add(plantstore.Plant{ID: 7, Name: "Fern"})
-	if diff := cmp.Diff([]int64{7}, pendingIDs(t, &mo, 0, 10)); diff != "" {
-		t.Errorf("PendingEvents() plant ids mismatch (-want +got):\n%s", diff)
+	if _, err := mo.FanOut(context.Background(), []string{"a"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{7}, claimIDs(t, &mo, "a", "one", time.Now().Add(time.Hour), 10)); diff != "" {
+		t.Errorf("Claim() plant ids mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -98,10 +111,13 @@ func TestMemoryOutboxCancelledContext(t *testing.T) {
 	mo.Add(plantstore.Plant{ID: 1, Name: "Fern"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := mo.PendingEvents(ctx, 0, 10); err == nil {
-		t.Errorf("PendingEvents() with a cancelled context = nil, want an error")
+	if _, err := mo.FanOut(ctx, []string{"a"}, 10); err == nil {
+		t.Errorf("FanOut() with a cancelled context = nil, want an error")
 	}
-	if err := mo.DeleteEvent(ctx, 1); err == nil {
-		t.Errorf("DeleteEvent() with a cancelled context = nil, want an error")
+	if _, err := mo.Claim(ctx, "a", "one", time.Now(), 10); err == nil {
+		t.Errorf("Claim() with a cancelled context = nil, want an error")
+	}
+	if err := mo.Ack(ctx, "a", []int64{1}); err == nil {
+		t.Errorf("Ack() with a cancelled context = nil, want an error")
 	}
 }

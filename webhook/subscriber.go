@@ -2,16 +2,13 @@ package webhook
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -20,44 +17,28 @@ import (
 )
 
 const (
-	// maxRead caps the events one outbox read returns.
+	// maxRead caps the events one fan-out or claim takes.
 	maxRead = 256
-	// maxGapRead caps the events one read of a gap returns.
-	maxGapRead = 32
-	// maxGaps caps the gaps a subscriber watches; the oldest go first.
-	maxGaps = 1024
 	// maxDrain caps the response body read to let the connection be reused.
 	maxDrain = 64 << 10
 )
 
-// A subscriber is one URL with its own position in the outbox, its own
+// A subscriber is one URL with its own claimed deliveries, its own
 // retries and its own pool of workers.
 type subscriber struct {
 	d    *Dispatcher
 	idx  int
 	url  string
+	key  string // in the outbox
 	name string // scheme and host only, for logs
 	wake chan struct{}
 
-	// Written by run with d.mu held; read by other subscribers with d.mu
-	// held, and by run without it.
-	cursor   int64               // greatest Seq read
-	gaps     []gap               // Seqs below cursor not read yet, by ascending lo
-	inflight map[int64]*delivery // read, neither delivered nor abandoned
-
 	// Owned by run.
-	queue     queue   // deliveries waiting for their turn, by due time
-	undeleted []int64 // finished events whose DeleteEvent failed
-	backlog   bool    // the last read stopped because MaxInFlight was reached
-	readNow   bool
-}
-
-// A gap is a range of Seqs below a subscriber's cursor that no read has
-// returned. Events there may still appear when transactions commit out of
-// Seq order, so the range is read again until CommitWait has passed.
-type gap struct {
-	lo, hi int64
-	since  time.Time
+	held    map[int64]*delivery // claimed, neither ended nor retried: waiting or in flight
+	queue   []*delivery         // claimed and waiting, in claim order
+	acks    []int64             // ended, not yet acknowledged to the outbox
+	retries []plantstore.Retry  // failed, not yet recorded in the outbox
+	backlog bool                // the last claim was full: more may be due
 }
 
 // A delivery is one event on its way to one subscriber.
@@ -65,9 +46,9 @@ type delivery struct {
 	ev       plantstore.Event
 	id       string
 	body     []byte
-	attempts int
-	first    time.Time // of the first attempt
-	due      time.Time
+	attempts int       // failed attempts before this one, from the outbox
+	until    time.Time // the end of this Dispatcher's lease
+	first    time.Time // the first attempt in this process
 }
 
 type result struct {
@@ -75,15 +56,22 @@ type result struct {
 	err error
 }
 
-func newSubscriber(d *Dispatcher, idx int, rawURL, name string) *subscriber {
+func newSubscriber(d *Dispatcher, idx int, rawURL, key, name string) *subscriber {
 	return &subscriber{
-		d:        d,
-		idx:      idx,
-		url:      rawURL,
-		name:     name,
-		wake:     make(chan struct{}, 1),
-		cursor:   math.MinInt64,
-		inflight: make(map[int64]*delivery),
+		d:    d,
+		idx:  idx,
+		url:  rawURL,
+		key:  key,
+		name: name,
+		wake: make(chan struct{}, 1),
+		held: make(map[int64]*delivery),
+	}
+}
+
+func (s *subscriber) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -97,16 +85,6 @@ func messageID(ev plantstore.Event) string {
 		id += "_" + strconv.FormatInt(ev.Time.UnixMicro(), 10)
 	}
 	return id
-}
-
-// passed reports whether s has read the event seq or knows it is absent.
-// Callers hold d.mu.
-func (s *subscriber) passed(seq int64) bool {
-	if seq > s.cursor {
-		return false
-	}
-	i := sort.Search(len(s.gaps), func(i int) bool { return s.gaps[i].hi >= seq })
-	return i == len(s.gaps) || s.gaps[i].lo > seq
 }
 
 func (s *subscriber) run(ctx context.Context) {
@@ -125,39 +103,52 @@ func (s *subscriber) run(ctx context.Context) {
 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var nextPoll time.Time
+	var nextPoll, nextExtend time.Time
+	claimNow := true
 	for ctx.Err() == nil {
-		if !time.Now().Before(nextPoll) {
-			s.readNow = true
-			nextPoll = time.Now().Add(cfg.PollInterval)
+		now := time.Now()
+		if !now.Before(nextPoll) {
+			claimNow = true
+			nextPoll = now.Add(cfg.PollInterval)
 		}
-		if s.readNow {
-			s.readNow = s.read(ctx)
+		if !now.Before(nextExtend) {
+			s.extend(ctx)
+			nextExtend = now.Add(cfg.Lease / 3)
+		}
+		s.flush(ctx)
+		if claimNow {
+			claimNow = s.claim(ctx)
 		}
 		var (
 			out  chan *delivery
 			next *delivery
 		)
-		wait := time.Until(nextPoll)
-		if len(s.queue) > 0 {
-			next = s.queue[0]
-			if until := time.Until(next.due); until <= 0 {
-				out = jobs
-			} else {
-				wait = min(wait, until)
-			}
+		if next = s.nextReady(); next != nil {
+			out = jobs
 		}
-		if s.readNow {
+		wait := min(time.Until(nextPoll), time.Until(nextExtend))
+		if claimNow {
 			wait = 0
 		}
 		timer.Reset(wait)
 		select {
 		case out <- next:
-			heap.Pop(&s.queue)
+			s.queue = s.queue[1:]
 		case r := <-results:
 			s.handle(ctx, r)
+			// Take every result that is ready, so that their acks go to
+			// the outbox in one batch.
+			for more := true; more; {
+				select {
+				case r := <-results:
+					s.handle(ctx, r)
+				default:
+					more = false
+				}
+			}
+			claimNow = claimNow || (s.backlog && len(s.held) < cfg.MaxInFlight/2)
 		case <-s.wake:
-			s.readNow = true
+			claimNow = true
 		case <-timer.C:
 		case <-ctx.Done():
 		}
@@ -172,117 +163,100 @@ func (s *subscriber) run(ctx context.Context) {
 	}()
 	for r := range results {
 		// A delivery that succeeded as ctx ended still counts, so that it
-		// is not sent again after a restart.
+		// is not sent again.
 		if r.err == nil {
-			s.finish(ctx, r.dl)
+			s.handle(ctx, r)
 		}
+	}
+	// Hand what is still held back to the outbox, due at once, so that
+	// another Dispatcher need not wait for the leases to expire.
+	for _, dl := range s.held {
+		s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: dl.attempts, Due: time.Now()})
+	}
+	clear(s.held)
+	s.flush(ctx)
+}
+
+// nextReady returns the first waiting delivery whose lease leaves time for
+// an attempt, after dropping those whose lease does not: another
+// Dispatcher may claim them.
+func (s *subscriber) nextReady() *delivery {
+	margin := min(s.d.cfg.AttemptTimeout, s.d.cfg.Lease/2)
+	for len(s.queue) > 0 {
+		dl := s.queue[0]
+		if s.held[dl.ev.Seq] == dl && time.Until(dl.until) >= margin {
+			return dl
+		}
+		s.drop(dl)
+		s.queue = s.queue[1:]
+	}
+	return nil
+}
+
+// drop forgets dl, unless the event has been claimed again since, under
+// another delivery.
+func (s *subscriber) drop(dl *delivery) {
+	if s.held[dl.ev.Seq] == dl {
+		delete(s.held, dl.ev.Seq)
 	}
 }
 
-// read fills s's window from the outbox: first the gaps, then what follows
-// the cursor. It reports whether more events may be waiting.
-func (s *subscriber) read(ctx context.Context) bool {
-	s.retryDeletes(ctx)
-	s.expireGaps()
-	for _, g := range append([]gap(nil), s.gaps...) {
-		room := s.d.cfg.MaxInFlight - len(s.inflight)
-		if room <= 0 {
-			s.backlog = true
-			return false
-		}
-		limit := int(min(uint64(g.hi-g.lo)+1, uint64(room), maxGapRead))
-		evs, err := s.d.source.PendingEvents(ctx, g.lo-1, limit)
-		if err != nil {
-			s.logOutboxError(ctx, "read", err)
-			return false
-		}
-		s.fillGap(g, evs)
-	}
-
-	room := s.d.cfg.MaxInFlight - len(s.inflight)
+// claim takes deliveries from the outbox up to MaxInFlight held. It
+// reports whether more may be waiting.
+func (s *subscriber) claim(ctx context.Context) bool {
+	room := s.d.cfg.MaxInFlight - len(s.held)
 	if room <= 0 {
-		s.backlog = true
 		return false
 	}
 	limit := min(room, maxRead)
-	evs, err := s.d.source.PendingEvents(ctx, s.cursor, limit)
+	until := time.Now().Add(s.d.cfg.Lease)
+	ds, err := s.d.source.Claim(ctx, s.key, s.d.owner, until, limit)
 	if err != nil {
-		s.logOutboxError(ctx, "read", err)
+		s.logOutboxError(ctx, "claim", err)
+		s.backlog = false
 		return false
 	}
-	now := time.Now()
-	s.d.mu.Lock()
-	for _, ev := range evs {
-		if ev.Seq <= s.cursor {
+	for _, c := range ds {
+		if dl, ok := s.held[c.Seq]; ok {
+			// Claimed again after this Dispatcher's lease expired.
+			dl.until = until
 			continue
 		}
-		if ev.Seq > s.cursor+1 {
-			s.gaps = append(s.gaps, gap{lo: s.cursor + 1, hi: ev.Seq - 1, since: now})
-		}
-		s.cursor = ev.Seq
-		s.add(ev)
+		dl := &delivery{ev: c.Event, id: messageID(c.Event), body: Payload(c.Plant), attempts: c.Attempts, until: until}
+		s.held[c.Seq] = dl
+		s.queue = append(s.queue, dl)
 	}
-	if n := len(s.gaps) - maxGaps; n > 0 {
-		s.gaps = append(s.gaps[:0], s.gaps[n:]...)
-	}
-	s.d.mu.Unlock()
-	s.backlog = len(evs) == room
-	return len(evs) == limit && !s.backlog
+	s.backlog = len(ds) == limit
+	return s.backlog
 }
 
-// fillGap queues the events of evs, a read of g, that fall in g, and
-// narrows g to the ranges around them. The ranges stay watched: events may
-// still commit there.
-func (s *subscriber) fillGap(g gap, evs []plantstore.Event) {
-	var rest []gap
-	lo := g.lo
-	for _, ev := range evs {
-		if ev.Seq < lo || ev.Seq > g.hi {
-			continue
-		}
-		if ev.Seq > lo {
-			rest = append(rest, gap{lo: lo, hi: ev.Seq - 1, since: g.since})
-		}
-		lo = ev.Seq + 1
-	}
-	if lo <= g.hi {
-		rest = append(rest, gap{lo: lo, hi: g.hi, since: g.since})
-	}
-
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	i := sort.Search(len(s.gaps), func(i int) bool { return s.gaps[i].lo >= g.lo })
-	if i == len(s.gaps) || s.gaps[i] != g {
+// extend renews the leases of every held delivery, and drops those that
+// are no longer this Dispatcher's.
+func (s *subscriber) extend(ctx context.Context) {
+	if len(s.held) == 0 {
 		return
 	}
-	for _, ev := range evs {
-		if ev.Seq >= g.lo && ev.Seq <= g.hi {
-			s.add(ev)
+	seqs := make([]int64, 0, len(s.held))
+	for seq := range s.held {
+		seqs = append(seqs, seq)
+	}
+	until := time.Now().Add(s.d.cfg.Lease)
+	kept, err := s.d.source.Extend(ctx, s.key, s.d.owner, seqs, until)
+	if err != nil {
+		s.logOutboxError(ctx, "extend leases", err)
+		return
+	}
+	keep := make(map[int64]bool, len(kept))
+	for _, seq := range kept {
+		keep[seq] = true
+	}
+	for seq, dl := range s.held {
+		if keep[seq] {
+			dl.until = until
+		} else {
+			delete(s.held, seq)
 		}
 	}
-	s.gaps = append(s.gaps[:i], append(rest, s.gaps[i+1:]...)...)
-}
-
-// add queues ev for delivery. Callers hold d.mu.
-func (s *subscriber) add(ev plantstore.Event) {
-	dl := &delivery{ev: ev, id: messageID(ev), body: Payload(ev.Plant), due: time.Now()}
-	s.inflight[ev.Seq] = dl
-	heap.Push(&s.queue, dl)
-}
-
-// expireGaps stops watching gaps older than CommitWait.
-func (s *subscriber) expireGaps() {
-	cutoff := time.Now().Add(-s.d.cfg.CommitWait)
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	kept := s.gaps[:0]
-	for _, g := range s.gaps {
-		if g.since.After(cutoff) {
-			kept = append(kept, g)
-		}
-	}
-	clear(s.gaps[len(kept):])
-	s.gaps = kept
 }
 
 // attempt POSTs dl once and returns nil for a 2xx response.
@@ -290,10 +264,9 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 	ctx, cancel := context.WithTimeout(ctx, s.d.cfg.AttemptTimeout)
 	defer cancel()
 	now := time.Now()
-	if dl.attempts == 0 {
+	if dl.first.IsZero() {
 		dl.first = now
 	}
-	dl.attempts++
 	ts := strconv.FormatInt(now.Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(dl.body))
 	if err != nil {
@@ -320,32 +293,65 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 	return nil
 }
 
-// handle takes the outcome of an attempt: it finishes the delivery, or
+// handle takes the outcome of an attempt: it ends the delivery, or
 // schedules a retry, or abandons the event when it is older than MaxAge.
+// The outbox learns of it at the next flush.
 func (s *subscriber) handle(ctx context.Context, r result) {
 	dl := r.dl
 	if r.err == nil {
-		s.finish(ctx, dl)
+		s.drop(dl)
+		s.acks = append(s.acks, dl.ev.Seq)
+		s.d.delivered.Add(1)
+		s.d.metrics.delivered.Inc()
 		return
 	}
 	if ctx.Err() != nil {
-		return // the event stays in the outbox for the next run
+		return // released to the outbox as Run ends
 	}
+	s.drop(dl)
+	s.d.metrics.failed.Inc()
 	now := time.Now()
+	attempts := dl.attempts + 1
 	born := dl.ev.Time
 	if born.IsZero() {
 		born = dl.first
 	}
 	log := s.d.log.With("subscriber", s.name, "subscriber_index", s.idx, HeaderID, dl.id,
-		"plant_id", dl.ev.Plant.ID, "attempts", dl.attempts, "error", r.err.Error())
+		"plant_id", dl.ev.Plant.ID, "attempts", attempts, "error", r.err.Error())
 	if now.Sub(born) >= s.d.cfg.MaxAge {
 		log.ErrorContext(ctx, "webhook: delivery abandoned after max age", "max_age", s.d.cfg.MaxAge)
-		s.finish(ctx, dl)
+		s.d.metrics.abandoned.Inc()
+		s.acks = append(s.acks, dl.ev.Seq)
 		return
 	}
-	dl.due = now.Add(s.backoff(dl.attempts))
-	log.WarnContext(ctx, "webhook: delivery attempt failed", "retry_in", dl.due.Sub(now))
-	heap.Push(&s.queue, dl)
+	due := now.Add(s.backoff(attempts))
+	log.WarnContext(ctx, "webhook: delivery attempt failed", "retry_in", due.Sub(now))
+	s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: attempts, Due: due})
+}
+
+// flush tells the outbox of the deliveries that ended and the retries
+// scheduled since the last flush, one batch each, even as ctx ends. Acks
+// that fail are kept for the next flush; retries that fail are dropped,
+// since their leases expire and make them due anyway.
+func (s *subscriber) flush(ctx context.Context) {
+	if len(s.acks) == 0 && len(s.retries) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.AttemptTimeout)
+	defer cancel()
+	if len(s.retries) > 0 {
+		if err := s.d.source.Retry(ctx, s.key, s.d.owner, s.retries); err != nil {
+			s.logOutboxError(ctx, "retry", err)
+		}
+		s.retries = s.retries[:0]
+	}
+	if len(s.acks) > 0 {
+		if err := s.d.source.Ack(ctx, s.key, s.acks); err != nil {
+			s.logOutboxError(ctx, "ack", err)
+			return
+		}
+		s.acks = s.acks[:0]
+	}
 }
 
 // backoff returns a random wait, with full jitter, before the attempt that
@@ -359,71 +365,9 @@ func (s *subscriber) backoff(attempts int) time.Duration {
 	return rand.N(ceil + 1)
 }
 
-// finish ends dl for s and deletes its event once no subscriber needs it.
-func (s *subscriber) finish(ctx context.Context, dl *delivery) {
-	seq := dl.ev.Seq
-	s.d.mu.Lock()
-	delete(s.inflight, seq)
-	last := s.d.done(seq)
-	s.d.mu.Unlock()
-	if s.backlog {
-		s.readNow = true
-	}
-	if last {
-		s.deleteEvent(ctx, seq)
-	}
-}
-
-// deleteEvent deletes seq from the outbox, even as ctx ends, so that a
-// delivered event is not delivered again after a restart.
-func (s *subscriber) deleteEvent(ctx context.Context, seq int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.AttemptTimeout)
-	defer cancel()
-	if err := s.d.source.DeleteEvent(ctx, seq); err != nil {
-		s.logOutboxError(ctx, "delete", err)
-		s.undeleted = append(s.undeleted, seq)
-	}
-}
-
-func (s *subscriber) retryDeletes(ctx context.Context) {
-	seqs := s.undeleted
-	s.undeleted = nil
-	for i, seq := range seqs {
-		if ctx.Err() != nil {
-			s.undeleted = append(s.undeleted, seqs[i:]...)
-			return
-		}
-		s.deleteEvent(ctx, seq)
-	}
-}
-
 func (s *subscriber) logOutboxError(ctx context.Context, op string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
 	s.d.log.ErrorContext(ctx, "webhook: outbox "+op+" failed", "subscriber_index", s.idx, "error", err.Error())
-}
-
-// queue is a heap of deliveries by due time, then Seq.
-type queue []*delivery
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if !q[i].due.Equal(q[j].due) {
-		return q[i].due.Before(q[j].due)
-	}
-	return q[i].ev.Seq < q[j].ev.Seq
-}
-func (q queue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-}
-func (q *queue) Push(x any) {
-	*q = append(*q, x.(*delivery))
-}
-func (q *queue) Pop() any {
-	old := *q
-	dl := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return dl
 }

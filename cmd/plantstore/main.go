@@ -25,6 +25,7 @@ import (
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/textlog"
 	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 func main() {
@@ -72,6 +73,9 @@ type options struct {
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.
 	fromEnv map[string]string
+	// webhookLease is how long a claimed webhook delivery stays with this
+	// process before another process on the same database may take it.
+	webhookLease time.Duration
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -111,6 +115,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -145,7 +150,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
-	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}} {
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"webhook-lease", o.webhookLease}} {
 		if t.d <= 0 {
 			return o, fmt.Errorf("%s must be positive", o.name(t.flag))
 		}

@@ -145,6 +145,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"missing token file", []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, "token file"},
 		{"webhook without secret", []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
 		{"webhook without secret, SQLite", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
+		{"zero webhook lease", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-lease", "0s"}, "-webhook-lease"},
 		{"negative shutdown timeout", []string{"-db", "memory", "-shutdown-timeout", "-5s"}, "-shutdown-timeout"},
 		{"CORS origin with a path", []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, `as "https://app.example.com"`},
 		{"metrics address without a port", []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, "-metrics-addr"},

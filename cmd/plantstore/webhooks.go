@@ -38,10 +38,11 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 
 // startWebhooks starts delivering plant-added webhooks, signed with secret,
 // when -webhook names subscribers. Durable storage records each event in
-// the plant's own transaction; memory storage keeps pending deliveries in
-// memory. It adds to psOpts what the PlantStore needs, and returns a
-// function that stops delivery. reg is the binary's registry, for the
-// delivery metrics.
+// the plant's own transaction and the state of its deliveries, which every
+// process on the same database shares by lease; memory storage keeps
+// pending deliveries in memory. It adds to psOpts what the PlantStore
+// needs, and returns a function that stops delivery. reg is the binary's
+// registry, for the delivery metrics.
 func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
 	if len(o.webhooks) == 0 {
 		return func() {}, nil
@@ -55,10 +56,9 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 	d, err := webhook.New(source, webhook.Config{
 		Subscribers: o.webhooks,
 		Secret:      []byte(secret),
+		Lease:       o.webhookLease,
 		Logger:      logger,
-		// Delivery metrics (deliveries, failures, abandoned, outbox
-		// depth) register with reg through webhook.Config's Registerer:
-		// Registerer: reg,
+		Registerer:  reg,
 	})
 	if err != nil {
 		return nil, err

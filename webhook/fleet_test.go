@@ -1,0 +1,170 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// TestDispatchersShareOutbox runs two Dispatchers, each over its own Store
+// on one SQLite file as two processes would, and checks that each event
+// reaches each subscriber once.
+func TestDispatchersShareOutbox(t *testing.T) {
+	const n = 100
+	a, b := newReceiver(t, ok), newReceiver(t, ok)
+	path := filepath.Join(t.TempDir(), "plants.db")
+	cfg := webhook.Config{Subscribers: []string{a.url(), b.url()}}
+	var pss []*plantstore.PlantStore
+	for range 2 {
+		s, _ := openSQLite(t, path)
+		d, _, _ := start(t, s, cfg)
+		pss = append(pss, plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
+	}
+	for id := range int64(n) {
+		mustCreate(t, pss[id%2], plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	s, _ := openSQLite(t, path)
+	waitFor(t, "the outbox to empty", func() bool { return pendingCount(t, s) == 0 })
+	for _, rc := range []*receiver{a, b} {
+		if attempts, _, _ := rc.stats(); !onceEach(n)(attempts) {
+			t.Errorf("%d webhook-ids received; want %d, each once", len(attempts), n)
+		}
+	}
+}
+
+// renewalFails is an Outbox whose lease renewals fail, as they do for a
+// process cut off from its database.
+type renewalFails struct{ plantstore.Outbox }
+
+func (renewalFails) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
+	return nil, errDown
+}
+
+// TestExpiredLeaseGoesToAnotherDispatcher has a Dispatcher claim a
+// delivery it cannot finish and cannot renew, and checks that another
+// Dispatcher sharing the outbox delivers it once the lease expires.
+func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
+	release := make(chan struct{})
+	var stuck atomic.Int64
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, attempt int) int {
+		if attempt == 1 {
+			stuck.Add(1)
+			select { // the first Dispatcher's attempt hangs
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	defer close(release)
+	mo := webhook.NewMemoryOutbox()
+	cfg := webhook.Config{Subscribers: []string{rc.url()}, Lease: 300 * time.Millisecond, AttemptTimeout: time.Minute}
+	d1, _, _ := start(t, renewalFails{mo}, cfg)
+	mustCreate(t, newPlantStore(mo, d1), plantstore.NewPlant{ID: 1, Name: "Monstera"})
+	waitFor(t, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
+
+	start(t, mo, cfg)
+	waitFor(t, "the second Dispatcher to deliver", func() bool {
+		_, delivered, _ := rc.stats()
+		return len(delivered) == 1
+	})
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+}
+
+// metricValue returns the value of the metric named name in reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() = %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("no metric %s gathered", name)
+	return 0
+}
+
+func TestMetrics(t *testing.T) {
+	live := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
+		if attempt == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, _, stop := start(t, mo, webhook.Config{
+		Subscribers: []string{live.url(), failing.url()},
+		MaxAge:      500 * time.Millisecond,
+		Registerer:  reg,
+	})
+	ps := newPlantStore(mo, d)
+	for id := range int64(3) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	if got := metricValue(t, reg, "plantstore_webhook_outbox_depth"); got < 1 || got > 3 {
+		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
+	}
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	stop()
+
+	_, failingDelivered, _ := failing.stats()
+	liveAttempts, _, _ := live.stats()
+	failed := 0.0
+	for _, n := range liveAttempts {
+		failed += float64(n - 1)
+	}
+	failingAttempts, _, _ := failing.stats()
+	for _, n := range failingAttempts {
+		failed += float64(n)
+	}
+	tests := []struct {
+		name string
+		want float64
+	}{
+		{"plantstore_webhook_deliveries_total", 3},
+		{"plantstore_webhook_failed_attempts_total", failed},
+		{"plantstore_webhook_abandoned_total", 3},
+		{"plantstore_webhook_outbox_depth", 0},
+	}
+	for _, tt := range tests {
+		if got := metricValue(t, reg, tt.name); got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if len(failingDelivered) != 0 {
+		t.Errorf("failing delivered %v, want nothing", failingDelivered)
+	}
+	if _, err := webhook.New(mo, webhook.Config{Subscribers: []string{live.url()}, Secret: testSecret, Registerer: reg}); err == nil {
+		t.Errorf("New() registering the same metrics twice = nil, want an error")
+	}
+}
+
+func TestStatsLogged(t *testing.T) {
+	dead := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{dead.url()}, StatsInterval: 20 * time.Millisecond})
+	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
+	waitFor(t, "the statistics line", func() bool {
+		return strings.Contains(l.String(), `msg="webhook: outbox" depth=1 delivered=0`)
+	})
+}
