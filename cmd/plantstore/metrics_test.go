@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
@@ -184,5 +187,37 @@ func TestMetricsEndpoint(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWebhookMetricsEndpoint runs the binary with a webhook subscriber and
+// reads the delivery metrics off its /metrics: the delivery of one create
+// is counted, and the outbox is empty once it is done.
+func TestWebhookMetricsEndpoint(t *testing.T) {
+	received := make(chan struct{}, 10)
+	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received <- struct{}{}
+	}))
+	t.Cleanup(sub.Close)
+	args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db"), "-webhook", sub.URL}
+	url, _, _, _ := startRun(t, args, map[string]string{
+		"PLANTSTORE_TOKENS":         "tok",
+		"PLANTSTORE_WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of thirty-two bytes....")),
+	})
+	if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); status != 200 {
+		t.Fatalf("create = %d %s, want 200", status, body)
+	}
+	<-received
+	for i := 0; ; i++ {
+		mfs := scrape(t, url+"/metrics")
+		delivered := find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
+		depth := find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
+		if delivered == 1 && depth == 0 {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("after one delivery: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v; want 1 and 0", delivered, depth)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
