@@ -263,8 +263,11 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 			_, dsn := be.newDB(t)
 			const owners, events = 3, 300
 			stores := make([]*Store, owners)
+			// Six claimers in tight loops contend for one SQLite file
+			// lock with the creates; the test is about claims, not about
+			// how long a create waits, so it waits long.
 			for i := range stores {
-				stores[i] = openStore(t, openDB(t, be.driver, dsn), be.dialect, WithOutbox())
+				stores[i] = openStore(t, openDB(t, be.driver, dsn), be.dialect, WithOutbox(), WithTimeout(time.Minute))
 			}
 			ctx := context.Background()
 			subs := []string{"a", "b"}
@@ -274,16 +277,21 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 				wg      sync.WaitGroup
 				created sync.WaitGroup
 			)
-			created.Add(1)
-			wg.Go(func() {
-				defer created.Done()
-				for id := range int64(events) {
-					if err := stores[id%owners].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-						t.Errorf("Create(%d) = %v", id, err)
-						return
+			// Creates come from several goroutines, so that group commit
+			// batches them as it would a server's.
+			const creators = 16
+			created.Add(creators)
+			for c := range int64(creators) {
+				wg.Go(func() {
+					defer created.Done()
+					for id := c; id < events; id += creators {
+						if err := stores[id%owners].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+							t.Errorf("Create(%d) = %v", id, err)
+							return
+						}
 					}
-				}
-			})
+				})
+			}
 			done := make(chan struct{})
 			go func() { created.Wait(); close(done) }()
 			for i, s := range stores {
@@ -326,7 +334,7 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 								// An idle owner polls, as a Dispatcher does,
 								// instead of holding SQLite's write lock in a
 								// loop.
-								time.Sleep(time.Millisecond)
+								time.Sleep(10 * time.Millisecond)
 							}
 						}
 					})
