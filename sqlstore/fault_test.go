@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/url"
 	"strings"
@@ -14,22 +15,29 @@ import (
 	"github.com/plantstore/plantstore/internal/faultproxy"
 )
 
+// behindProxy makes a fresh PostgreSQL schema and returns a *sql.DB
+// connected to it directly, a fault proxy in front of it, and the DSN that
+// reaches it through the proxy.
+func behindProxy(t *testing.T) (direct *sql.DB, proxy *faultproxy.Proxy, proxiedDSN string) {
+	t.Helper()
+	_, dsn := postgresBackend.newDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	return openDB(t, "pgx", dsn), proxy, withParams(t, u.String(), map[string]string{"connect_timeout": "2"})
+}
+
 // TestDatabaseOutage cuts the connections to PostgreSQL under a load of
 // Creates and restores them: Creates during the outage fail with
 // ErrUnavailable (or ErrOutcomeUnknown when the cut caught their COMMIT),
 // Creates succeed again afterwards, every Create that returned nil is
 // stored, with its event, and none that returned ErrUnavailable is.
 func TestDatabaseOutage(t *testing.T) {
-	_, dsn := postgresBackend.newDB(t)
-	direct := openDB(t, "pgx", dsn)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
-	proxied := openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2"}))
-	s := openStore(t, proxied, Postgres, WithOutbox())
+	direct, proxy, dsn := behindProxy(t)
+	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithOutbox())
 
 	// A bounded load: workers create fresh ids until told to stop or
 	// until each has made perCap attempts.
@@ -189,15 +197,8 @@ func TestCommitLostInFlight(t *testing.T) {
 		{"single", []Option{WithoutGroupCommit()}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			_, dsn := postgresBackend.newDB(t)
-			direct := openDB(t, "pgx", dsn)
-			u, err := url.Parse(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := faultproxy.New(t, u.Host)
-			u.Host = proxy.Addr()
-			s := openStore(t, openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2"})), Postgres, mode.opts...)
+			direct, proxy, dsn := behindProxy(t)
+			s := openStore(t, openDB(t, "pgx", dsn), Postgres, mode.opts...)
 			ctx := context.Background()
 			stored := func(id int64) bool {
 				t.Helper()
@@ -212,7 +213,7 @@ func TestCommitLostInFlight(t *testing.T) {
 			}
 
 			cut := proxy.CutAfter([]byte("commit"))
-			err = s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
+			err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
 			<-cut
 			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("Create whose COMMIT was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
@@ -255,16 +256,9 @@ func TestStalledDatabase(t *testing.T) {
 		{"single", []Option{WithoutGroupCommit()}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			_, dsn := postgresBackend.newDB(t)
-			direct := openDB(t, "pgx", dsn)
-			u, err := url.Parse(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := faultproxy.New(t, u.Host)
-			u.Host = proxy.Addr()
+			direct, proxy, dsn := behindProxy(t)
 			app := "stalled_" + strings.ReplaceAll(mode.name, " ", "_")
-			proxied := openDB(t, "pgx", withParams(t, u.String(), map[string]string{"connect_timeout": "2", "application_name": app}))
+			proxied := openDB(t, "pgx", withParams(t, dsn, map[string]string{"application_name": app}))
 			opts := append([]Option{WithTimeout(time.Second)}, mode.opts...)
 			s := openStore(t, proxied, Postgres, opts...)
 			ctx := context.Background()
