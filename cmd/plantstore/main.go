@@ -342,11 +342,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// redactDSN hides the password in a database URL, in its user part or in a
-// password or sslpassword query parameter, before it is logged. A URL may
-// list several hosts (postgres://h1:5432,h2:5433/db), as libpq's and pgx's
-// do. What is not a URL is returned as it is: no other -db form holds a
-// password.
+// redactDSN hides the secrets of a database URL before it is logged: the
+// password of its user part, and the value of every query parameter that
+// secretParam names. A URL may list several hosts
+// (postgres://h1:5432,h2:5433/db), as libpq's and pgx's do. What is not a
+// URL is returned as it is: no other -db form holds a password. The other
+// parameters keep their order and their spelling.
 func redactDSN(db string) string {
 	u, err := parseDBURL(db)
 	if err != nil || u.Scheme == "" {
@@ -355,14 +356,37 @@ func redactDSN(db string) string {
 		}
 		return db
 	}
-	q := u.Query()
-	for _, k := range []string{"password", "sslpassword"} {
-		if q.Has(k) {
-			q.Set(k, "xxxxx")
-			u.RawQuery = q.Encode()
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			name, _, hasValue := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(name); err == nil {
+				name = n
+			}
+			if hasValue && secretParam(name) {
+				params[i] = p[:strings.IndexByte(p, '=')] + "=xxxxx"
+			}
 		}
+		u.RawQuery = strings.Join(params, "&")
 	}
 	return u.Redacted()
+}
+
+// secretParam reports whether a database URL's query parameter may hold a
+// secret: its name, in any case, contains "pass", "secret", "token" or
+// "key". That covers libpq's and pgx's password, sslpassword and passfile,
+// and names such as api_key or auth_token that a driver or proxy may add.
+// It also hides sslkey and passfile, which hold paths rather than
+// secrets: a rule by name that errs on the side of hiding is easier to
+// trust than a list of exceptions.
+func secretParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, s := range []string{"pass", "secret", "token", "key"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseDBURL parses a URL whose host part may be a comma-separated list of

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,22 +15,26 @@ import (
 
 // webhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
-// no subscribers. It is read before anything is opened, so that a missing
-// secret stops the binary before it creates a database.
+// no subscribers. It is read and checked with [webhook.CheckSecret] before
+// anything is opened, so that a missing or weak secret stops the binary
+// before it creates a database.
 func webhookSecret(o *options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	secret := getenv("PLANTSTORE_WEBHOOK_SECRET")
+	secret, from := getenv("PLANTSTORE_WEBHOOK_SECRET"), "PLANTSTORE_WEBHOOK_SECRET"
 	if o.webhookSecret != "" {
-		data, err := os.ReadFile(o.webhookSecret)
+		data, err := readSecretFile(o.webhookSecret)
 		if err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)
 		}
-		secret = strings.TrimSpace(string(data))
+		secret, from = strings.TrimSpace(string(data)), "webhook secret file "+o.webhookSecret
 	}
 	if secret == "" {
 		return "", errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+	}
+	if err := webhook.CheckSecret([]byte(secret)); err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
 	}
 	return secret, nil
 }
