@@ -90,7 +90,8 @@ type Config struct {
 	// plantstore_webhook_deliveries_total,
 	// plantstore_webhook_failed_attempts_total,
 	// plantstore_webhook_abandoned_total and the gauge
-	// plantstore_webhook_outbox_depth. Registering fails [New] when the
+	// plantstore_webhook_outbox_depth, and for a [*MemoryOutbox]
+	// plantstore_webhook_dropped_total. Registering fails [New] when the
 	// names are taken.
 	Registerer prometheus.Registerer
 
@@ -228,7 +229,11 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 		d.keys = append(d.keys, k)
 		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
 	}
-	if err := d.metrics.register(cfg.Registerer, d.depth); err != nil {
+	var dropped func() float64
+	if mo, ok := source.(*MemoryOutbox); ok {
+		dropped = func() float64 { return float64(mo.Dropped()) }
+	}
+	if err := d.metrics.register(cfg.Registerer, d.depth, dropped); err != nil {
 		return nil, err
 	}
 	return d, nil

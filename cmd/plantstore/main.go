@@ -76,6 +76,10 @@ type options struct {
 	// webhookLease is how long a claimed webhook delivery stays with this
 	// process before another process on the same database may take it.
 	webhookLease time.Duration
+	// webhookMaxPending and webhookMaxPendingBytes bound the in-memory
+	// outbox of memory storage.
+	webhookMaxPending      int
+	webhookMaxPendingBytes int64
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -116,6 +120,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
+	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", webhook.DefaultMaxPending, "with -db memory, the most webhook `events` kept undelivered; past it the oldest are dropped")
+	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -141,8 +147,13 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("%s must be text or json, not %q", o.name("log-format"), o.logFormat)
 	}
-	if o.maxBody <= 0 {
-		return o, fmt.Errorf("%s must be positive", o.name("max-body"))
+	for _, f := range []struct {
+		flag string
+		n    int64
+	}{{"max-body", o.maxBody}, {"webhook-max-pending", int64(o.webhookMaxPending)}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
+		if f.n <= 0 {
+			return o, fmt.Errorf("%s must be positive", o.name(f.flag))
+		}
 	}
 	if o.shutdownTimeout < 0 {
 		return o, fmt.Errorf("%s must not be negative", o.name("shutdown-timeout"))

@@ -43,7 +43,8 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 // when -webhook names subscribers. Durable storage records each event in
 // the plant's own transaction and the state of its deliveries, which every
 // process on the same database shares by lease; memory storage keeps
-// pending deliveries in memory. It adds to psOpts what the PlantStore
+// pending deliveries in memory, at most -webhook-max-pending events and
+// -webhook-max-pending-bytes bytes of them. It adds to psOpts what the PlantStore
 // needs, and returns a function that stops delivery. reg is the binary's
 // registry, for the delivery metrics.
 func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
@@ -52,7 +53,11 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 	}
 	source, durable := storage.(plantstore.Outbox)
 	if !durable {
-		mo := webhook.NewMemoryOutbox()
+		mo := &webhook.MemoryOutbox{
+			MaxPending:      o.webhookMaxPending,
+			MaxPendingBytes: o.webhookMaxPendingBytes,
+			Logger:          logger,
+		}
 		*psOpts = append(*psOpts, plantstore.OnCreate(mo.Add))
 		source = mo
 	}
