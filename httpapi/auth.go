@@ -68,9 +68,9 @@ var errInvalidToken = errors.New("httpapi: token not accepted")
 // can send, because it is not an RFC 6750 b64token.
 var ErrTokenSyntax = errors.New("httpapi: not a valid bearer token")
 
-// TokenRule says which tokens a client can send, for error messages that
+// tokenRule says which tokens a client can send, for error messages that
 // must explain a refusal without showing the token.
-const TokenRule = `a bearer token is 1 or more of A-Z a-z 0-9 - . _ ~ + / followed only by "=" padding (RFC 6750 b64token)`
+const tokenRule = `a bearer token is 1 or more of A-Z a-z 0-9 - . _ ~ + / followed only by "=" padding (RFC 6750 b64token)`
 
 // CheckToken returns nil when token is one a client can send in an
 // "Authorization: Bearer" header, and an error wrapping [ErrTokenSyntax]
@@ -83,7 +83,7 @@ const TokenRule = `a bearer token is 1 or more of A-Z a-z 0-9 - . _ ~ + / follow
 // token.
 func CheckToken(token string) error {
 	if !isB64Token(token) {
-		return fmt.Errorf("%w: %s", ErrTokenSyntax, TokenRule)
+		return fmt.Errorf("%w: %s", ErrTokenSyntax, tokenRule)
 	}
 	return nil
 }
