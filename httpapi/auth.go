@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -63,17 +64,51 @@ var errNoToken = errors.New("httpapi: no bearer token")
 // does not hold.
 var errInvalidToken = errors.New("httpapi: token not accepted")
 
+// ErrTokenSyntax is what [CheckToken] wraps for a token that no request
+// can send, because it is not an RFC 6750 b64token.
+var ErrTokenSyntax = errors.New("httpapi: not a valid bearer token")
+
+// tokenRule says which tokens a client can send, for error messages that
+// must explain a refusal without showing the token.
+const tokenRule = `a bearer token is 1 or more of A-Z a-z 0-9 - . _ ~ + / followed only by "=" padding (RFC 6750 b64token)`
+
+// CheckToken returns nil when token is one a client can send in an
+// "Authorization: Bearer" header, and an error wrapping [ErrTokenSyntax]
+// when no request can ever carry it: an "=" that is not trailing padding,
+// a space, a byte outside ASCII, or nothing at all. The error does not
+// contain the token, so it can be logged.
+//
+// Programs that read tokens from files or the environment check each one
+// before passing them to [Tokens] or [WithTokens], which panic on such a
+// token.
+func CheckToken(token string) error {
+	if !isB64Token(token) {
+		return fmt.Errorf("%w: %s", ErrTokenSyntax, tokenRule)
+	}
+	return nil
+}
+
 // Tokens returns an Authenticator that accepts exactly the given bearer
 // tokens, and no request without one. Empty tokens are ignored. It
 // compares SHA-256 digests in constant time against every token, so the
 // time it takes depends neither on which token matched nor on the tokens'
 // lengths.
+//
+// Tokens panics, as [regexp.MustCompile] does, when a token is not empty
+// and fails [CheckToken]: no request could ever present it, so a server
+// configured with it would refuse the very clients it was meant for
+// without a word. Check tokens that come from outside the program with
+// [CheckToken] first. The panic's message does not contain the token.
 func Tokens(tokens ...string) Authenticator {
 	t := tokenSet{}
-	for _, tok := range tokens {
-		if tok != "" {
-			t = append(t, sha256.Sum256([]byte(tok)))
+	for i, tok := range tokens {
+		if tok == "" {
+			continue
 		}
+		if err := CheckToken(tok); err != nil {
+			panic(fmt.Sprintf("httpapi: Tokens: token %d of %d: %v", i+1, len(tokens), err))
+		}
+		t = append(t, sha256.Sum256([]byte(tok)))
 	}
 	return t
 }

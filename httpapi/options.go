@@ -33,7 +33,8 @@ func WithAuthenticator(a Authenticator) Option {
 }
 
 // WithTokens makes the handler accept exactly the given bearer tokens,
-// compared in constant time. It is WithAuthenticator([Tokens](tokens...)).
+// compared in constant time. It is WithAuthenticator([Tokens](tokens...)),
+// and panics as Tokens does on a token that no request can send.
 func WithTokens(tokens ...string) Option {
 	return WithAuthenticator(Tokens(tokens...))
 }

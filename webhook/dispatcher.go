@@ -41,7 +41,7 @@ type Config struct {
 	Subscribers []string
 
 	// Secret signs deliveries: raw key bytes, or "whsec_" followed by the
-	// key in base64.
+	// key in base64; at least [MinKeyBytes] bytes of key either way.
 	Secret []byte
 
 	// Client sends the deliveries. The default never follows redirects:
@@ -90,7 +90,8 @@ type Config struct {
 	// plantstore_webhook_deliveries_total,
 	// plantstore_webhook_failed_attempts_total,
 	// plantstore_webhook_abandoned_total and the gauge
-	// plantstore_webhook_outbox_depth. Registering fails [New] when the
+	// plantstore_webhook_outbox_depth, and for a [*MemoryOutbox]
+	// plantstore_webhook_dropped_total. Registering fails [New] when the
 	// names are taken.
 	Registerer prometheus.Registerer
 
@@ -142,17 +143,18 @@ var ErrRunning = errors.New("webhook: dispatcher already ran")
 
 // New returns a Dispatcher that delivers the events of source as cfg says.
 //
-// Errors: [ErrSecret] for an unusable cfg.Secret; an error when there are
+// Errors: [ErrSecret] for an unusable cfg.Secret, one with a key shorter
+// than [MinKeyBytes] included; an error when there are
 // no subscribers, a subscriber is not an absolute http or https URL, a
 // duration or count is negative, or cfg.Registerer refuses the metrics.
 func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 	if source == nil {
 		return nil, errors.New("webhook: nil outbox")
 	}
-	key, err := signingKey(cfg.Secret)
-	if err != nil {
+	if err := CheckSecret(cfg.Secret); err != nil {
 		return nil, err
 	}
+	key, _ := signingKey(cfg.Secret)
 	if len(cfg.Subscribers) == 0 {
 		return nil, errors.New("webhook: no subscribers")
 	}
@@ -227,7 +229,11 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 		d.keys = append(d.keys, k)
 		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
 	}
-	if err := d.metrics.register(cfg.Registerer, d.depth); err != nil {
+	var dropped func() float64
+	if mo, ok := source.(*MemoryOutbox); ok {
+		dropped = func() float64 { return float64(mo.Dropped()) }
+	}
+	if err := d.metrics.register(cfg.Registerer, d.depth, dropped); err != nil {
 		return nil, err
 	}
 	return d, nil

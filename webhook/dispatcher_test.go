@@ -292,6 +292,8 @@ func TestNewRejects(t *testing.T) {
 		{name: "one bad among good", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good, "example.com"}}},
 		{name: "no secret", cfg: webhook.Config{Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
 		{name: "bad whsec secret", cfg: webhook.Config{Secret: []byte("whsec_%%%"), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
+		{name: "short raw secret", cfg: webhook.Config{Secret: []byte("5byte"), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
+		{name: "short whsec secret", cfg: webhook.Config{Secret: []byte("whsec_MjMgYnl0ZXMgb2Yga2V5LCAxIHNoeS4="), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
 		{name: "negative timeout", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, AttemptTimeout: -1}},
 		{name: "negative concurrency", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, Concurrency: -1}},
 	}
@@ -306,7 +308,7 @@ func TestNewRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: []byte("raw bytes"), Subscribers: []string{good, "http://127.0.0.1:8080"}}); err != nil {
+	if _, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: []byte("raw key bytes, 24 or more"), Subscribers: []string{good, "http://127.0.0.1:8080"}}); err != nil {
 		t.Errorf("New() with a valid config = %v", err)
 	}
 }

@@ -3,12 +3,29 @@ package webhook
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
+
+// Defaults of the [MemoryOutbox] bounds left zero.
+const (
+	DefaultMaxPending      = 10_000
+	DefaultMaxPendingBytes = 64 << 20
+)
+
+// memEventOverhead is what a MemoryOutbox counts for an event besides its
+// plant's name and tag: the event, its entries in the outbox's maps, and
+// its deliveries, rounded up.
+const memEventOverhead = 512
+
+// dropLogInterval is how often a MemoryOutbox that keeps dropping events
+// logs a summary of the drops since its last line.
+const dropLogInterval = time.Minute
 
 // MemoryOutbox is a [plantstore.Outbox] kept in memory, for use with
 // storage that has no outbox of its own, such as
@@ -20,17 +37,51 @@ import (
 // that implements [plantstore.Outbox] when every acknowledged create must
 // be delivered, or several processes must share the work.
 //
+// Its memory is bounded: when an event added would make more than
+// MaxPending events, or more than MaxPendingBytes bytes of them, pending
+// at once (a subscriber that is down for long, under many creates), the
+// oldest pending events are dropped, fanned out or not, for every
+// subscriber, until the rest fits. The event being added is always kept.
+// Add is never slowed or refused by a full outbox, so neither is a create.
+// Drops are counted by [MemoryOutbox.Dropped] (and by a [Dispatcher] with
+// a Registerer as plantstore_webhook_dropped_total) and logged at error
+// level: the first at once, then at most one summary line every minute
+// while drops go on. A delivery in flight when its event is dropped may
+// still be made.
+//
 // Seq values start from the clock, in nanoseconds, when the first event is
 // added, so that a restarted process does not reuse the webhook-id of an
 // event delivered before the restart and receivers that drop repeated ids
 // keep every new event. The zero value is ready to use; a MemoryOutbox is
 // safe for concurrent use.
 type MemoryOutbox struct {
+	// MaxPending caps the events not yet ended for every subscriber.
+	// Zero means DefaultMaxPending (10,000); a negative value, no cap.
+	// Set it before the first Add.
+	MaxPending int
+
+	// MaxPendingBytes caps the memory those events take, counted as their
+	// plants' names and tags plus 512 bytes each. Zero means
+	// DefaultMaxPendingBytes (64 MiB); a negative value, no cap. Set it
+	// before the first Add.
+	MaxPendingBytes int64
+
+	// Logger receives the lines about dropped events. Default
+	// slog.Default(). Set it before the first Add.
+	Logger *slog.Logger
+
+	dropped atomic.Uint64 // events dropped, ever
+
 	mu      sync.Mutex
 	last    int64                                // the Seq of the last event added
 	waiting []plantstore.Event                   // added, not fanned out, by ascending Seq
 	live    map[int64]*memEvent                  // fanned out, some delivery left
 	subs    map[string]map[int64]*memoryDelivery // by subscriber, then Seq
+	order   []int64                              // Seqs fanned out, ascending; some may have ended
+	bytes   int64                                // counted size of the events waiting and live
+
+	loggedAt time.Time // when drops were last logged
+	unlogged uint64    // events dropped since
 }
 
 type memEvent struct {
@@ -51,17 +102,127 @@ var _ plantstore.Outbox = (*MemoryOutbox)(nil)
 func NewMemoryOutbox() *MemoryOutbox { return &MemoryOutbox{} }
 
 // Add records that p was added, now. It never blocks on delivery: it only
-// stores the event in memory under a short lock, so it suits
+// stores the event in memory under a short lock, dropping the oldest
+// pending events when the outbox is full, so it suits
 // [plantstore.OnCreate].
 func (m *MemoryOutbox) Add(p plantstore.Plant) {
 	now := time.Now()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.last == 0 {
 		m.last = now.UnixNano()
 	}
 	m.last++
 	m.waiting = append(m.waiting, plantstore.Event{Seq: m.last, Plant: p, Time: now})
+	m.bytes += eventSize(p)
+	if n := m.trim(); n > 0 {
+		m.dropped.Add(n)
+		m.unlogged += n
+	}
+	report := m.dropReport(now)
+	m.mu.Unlock()
+	report()
+}
+
+// Dropped returns the number of events dropped, ever, because the outbox
+// was full.
+func (m *MemoryOutbox) Dropped() uint64 { return m.dropped.Load() }
+
+func eventSize(p plantstore.Plant) int64 {
+	return int64(len(p.Name)+len(p.Tag)) + memEventOverhead
+}
+
+// trim drops the oldest events, fanned out first, since those are older
+// than any still waiting, until the outbox is within its bounds or holds
+// one event, and returns how many it dropped. m.mu is held.
+func (m *MemoryOutbox) trim() uint64 {
+	maxN, maxBytes := m.MaxPending, m.MaxPendingBytes
+	if maxN == 0 {
+		maxN = DefaultMaxPending
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxPendingBytes
+	}
+	var n uint64
+	for {
+		count := len(m.waiting) + len(m.live)
+		if count <= 1 || (maxN < 0 || count <= maxN) && (maxBytes < 0 || m.bytes <= maxBytes) {
+			return n
+		}
+		n++
+		if m.dropOldestLive() {
+			continue
+		}
+		m.bytes -= eventSize(m.waiting[0].Plant)
+		m.waiting[0] = plantstore.Event{} // let go of the plant's strings
+		m.waiting = m.waiting[1:]
+	}
+}
+
+// dropOldestLive ends every delivery of the oldest event fanned out, and
+// reports whether there was one. m.mu is held.
+func (m *MemoryOutbox) dropOldestLive() bool {
+	for len(m.order) > 0 {
+		seq := m.order[0]
+		m.order = m.order[1:]
+		e, ok := m.live[seq]
+		if !ok {
+			continue // ended already
+		}
+		for _, ds := range m.subs {
+			delete(ds, seq)
+		}
+		m.end(seq, e)
+		return true
+	}
+	return false
+}
+
+// end forgets the event seq, whose deliveries have all ended. m.mu is held.
+func (m *MemoryOutbox) end(seq int64, e *memEvent) {
+	delete(m.live, seq)
+	m.bytes -= eventSize(e.ev.Plant)
+	// Ended events leave their Seq in m.order until it reaches the front;
+	// compact it when they outnumber the live ones, so that a delivery
+	// stuck at the front does not let m.order grow with every ack behind
+	// it.
+	for len(m.order) > 0 && m.live[m.order[0]] == nil {
+		m.order = m.order[1:]
+	}
+	if len(m.order) > 2*len(m.live)+64 {
+		m.order = slices.DeleteFunc(slices.Clone(m.order), func(seq int64) bool { return m.live[seq] == nil })
+	}
+}
+
+// dropReport returns a function that logs the drops not yet logged, when
+// the last line is at least dropLogInterval old or there was none: so the
+// first drop is logged at once, and a flood of them once a minute. It
+// returns a function that does nothing otherwise. m.mu is held; the
+// function is called after it is released.
+func (m *MemoryOutbox) dropReport(now time.Time) func() {
+	if m.unlogged == 0 || !m.loggedAt.IsZero() && now.Sub(m.loggedAt) < dropLogInterval {
+		return func() {}
+	}
+	n, since := m.unlogged, m.loggedAt
+	m.unlogged, m.loggedAt = 0, now
+	maxN, maxBytes := m.MaxPending, m.MaxPendingBytes
+	if maxN == 0 {
+		maxN = DefaultMaxPending
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxPendingBytes
+	}
+	total := m.dropped.Load()
+	return func() {
+		log := m.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		attrs := []any{"dropped", n, "dropped_total", total, "max_pending", maxN, "max_pending_bytes", maxBytes}
+		if !since.IsZero() {
+			attrs = append(attrs, "since", now.Sub(since).Round(time.Second))
+		}
+		log.Error("webhook: memory outbox full: dropped the oldest pending events, undelivered", attrs...)
+	}
 }
 
 // Len returns the number of events not yet ended for every subscriber.
@@ -94,6 +255,7 @@ func (m *MemoryOutbox) FanOut(ctx context.Context, subscribers []string, limit i
 	}
 	for _, ev := range m.waiting[:n] {
 		m.live[ev.Seq] = &memEvent{ev: ev, left: len(subscribers)}
+		m.order = append(m.order, ev.Seq)
 		for _, sub := range subscribers {
 			m.subs[sub][ev.Seq] = &memoryDelivery{}
 		}
@@ -176,17 +338,24 @@ func (m *MemoryOutbox) Ack(ctx context.Context, subscriber string, seqs []int64)
 		delete(m.subs[subscriber], seq)
 		if e := m.live[seq]; e != nil {
 			if e.left--; e.left == 0 {
-				delete(m.live, seq)
+				m.end(seq, e)
 			}
 		}
 	}
 	return nil
 }
 
-// Depth implements [plantstore.Outbox.Depth].
+// Depth implements [plantstore.Outbox.Depth]. Since a Dispatcher calls it
+// periodically, it also logs the summary of drops that no later Add has
+// logged.
 func (m *MemoryOutbox) Depth(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return m.Len(), nil
+	m.mu.Lock()
+	n := len(m.waiting) + len(m.live)
+	report := m.dropReport(time.Now())
+	m.mu.Unlock()
+	report()
+	return n, nil
 }

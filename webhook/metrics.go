@@ -17,8 +17,10 @@ type metrics struct {
 }
 
 // register creates the metrics and registers them, with a gauge that
-// reads depth on every scrape, with reg when it is not nil.
-func (m *metrics) register(reg prometheus.Registerer, depth func() float64) error {
+// reads depth on every scrape, with reg when it is not nil. With a
+// dropped function, as for a [MemoryOutbox], it also registers
+// plantstore_webhook_dropped_total, which reads it on every scrape.
+func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() float64) error {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "plantstore_webhook_deliveries_total",
 		Help: "Webhook deliveries that a subscriber acknowledged with a 2xx response.",
@@ -38,11 +40,18 @@ func (m *metrics) register(reg prometheus.Registerer, depth func() float64) erro
 		Name: "plantstore_webhook_outbox_depth",
 		Help: "Events in the webhook outbox that some subscriber has not received or given up yet.",
 	}, depth)
+	collectors := []prometheus.Collector{m.delivered, m.failed, m.abandoned, gauge}
+	if dropped != nil {
+		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "plantstore_webhook_dropped_total",
+			Help: "Webhook events dropped undelivered, for every subscriber, because the in-memory outbox was full.",
+		}, dropped))
+	}
 	var (
 		errs []error
 		done []prometheus.Collector
 	)
-	for _, c := range []prometheus.Collector{m.delivered, m.failed, m.abandoned, gauge} {
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		} else {

@@ -31,8 +31,9 @@ const DefaultTolerance = 5 * time.Minute
 const secretPrefix = "whsec_"
 
 var (
-	// ErrSecret reports a secret that is empty or that starts with
-	// "whsec_" but is not followed by valid base64.
+	// ErrSecret reports a secret that is empty, that starts with
+	// "whsec_" but is not followed by valid base64, or, for [New] and
+	// [CheckSecret], whose key is shorter than [MinKeyBytes].
 	ErrSecret = errors.New("webhook: invalid secret")
 
 	// ErrMissingHeader reports a delivery without one of the webhook-id,
@@ -68,6 +69,32 @@ func signingKey(secret []byte) ([]byte, error) {
 	return secret, nil
 }
 
+// MinKeyBytes is the shortest signing key [New] and [CheckSecret] accept:
+// 192 bits, the shortest key Standard Webhooks tools generate, so that a
+// signature cannot be forged by guessing the key.
+const MinKeyBytes = 24
+
+// CheckSecret returns nil when secret is fit to sign deliveries: raw key
+// bytes, or "whsec_" followed by the key in base64, of at least
+// [MinKeyBytes] bytes of key once decoded. Make one with
+//
+//	echo "whsec_$(head -c 32 /dev/urandom | base64)"
+//
+// The error does not contain the secret.
+//
+// Errors: [ErrSecret] when secret is empty, malformed, or too short.
+func CheckSecret(secret []byte) error {
+	key, err := signingKey(secret)
+	if err != nil {
+		return err
+	}
+	if len(key) < MinKeyBytes {
+		return fmt.Errorf("webhook: secret key is %d bytes, want at least %d random bytes (make one with: echo \"whsec_$(head -c 32 /dev/urandom | base64)\"): %w",
+			len(key), MinKeyBytes, ErrSecret)
+	}
+	return nil
+}
+
 // mac returns HMAC-SHA256(key, id + "." + timestamp + "." + body).
 func mac(h hash.Hash, id, timestamp string, body []byte) []byte {
 	h.Reset()
@@ -88,6 +115,10 @@ func signature(key []byte, id, timestamp string, body []byte) string {
 // with the given webhook-id and webhook-timestamp: "v1," followed by the
 // base64 of HMAC-SHA256 over id + "." + timestamp + "." + body. secret is
 // either raw key bytes or "whsec_" followed by the key in base64.
+//
+// Sign and [Verify] take keys of any length, so as to work with the
+// secrets of other senders; [New] refuses a key shorter than
+// [MinKeyBytes].
 //
 // Errors: [ErrSecret] when secret is empty or a malformed "whsec_" secret.
 func Sign(secret []byte, id string, timestamp time.Time, body []byte) (string, error) {

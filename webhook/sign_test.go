@@ -146,3 +146,31 @@ func TestPayload(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckSecret(t *testing.T) {
+	b64 := func(n int) string { return "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, n)) }
+	tests := []struct {
+		name    string
+		secret  string
+		wantErr error
+		reason  string
+	}{
+		{name: "specification's example", secret: specSecret, reason: "24 bytes of key"},
+		{name: "32 bytes in whsec form", secret: b64(32)},
+		{name: "24 raw bytes", secret: "abcdefghijklmnopqrstuvwx"},
+		{name: "5 raw bytes", secret: "s3cre", wantErr: webhook.ErrSecret},
+		{name: "23 bytes in whsec form", secret: b64(23), wantErr: webhook.ErrSecret},
+		{name: "whsec form counts decoded bytes", secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("eighteen bytes key")),
+			wantErr: webhook.ErrSecret, reason: "its base64 is 24 characters, but only 18 bytes of key"},
+		{name: "empty", secret: "", wantErr: webhook.ErrSecret},
+		{name: "bad base64", secret: "whsec_***", wantErr: webhook.ErrSecret},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := webhook.CheckSecret([]byte(tt.secret))
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("CheckSecret(%q) = %v, want %v (%s)", tt.secret, err, tt.wantErr, tt.reason)
+			}
+		})
+	}
+}

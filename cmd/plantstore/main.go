@@ -76,6 +76,10 @@ type options struct {
 	// webhookLease is how long a claimed webhook delivery stays with this
 	// process before another process on the same database may take it.
 	webhookLease time.Duration
+	// webhookMaxPending and webhookMaxPendingBytes bound the in-memory
+	// outbox of memory storage.
+	webhookMaxPending      int
+	webhookMaxPendingBytes int64
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -116,6 +120,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
+	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", webhook.DefaultMaxPending, "with -db memory, the most webhook `events` kept undelivered; past it the oldest are dropped")
+	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -141,8 +147,13 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("%s must be text or json, not %q", o.name("log-format"), o.logFormat)
 	}
-	if o.maxBody <= 0 {
-		return o, fmt.Errorf("%s must be positive", o.name("max-body"))
+	for _, f := range []struct {
+		flag string
+		n    int64
+	}{{"max-body", o.maxBody}, {"webhook-max-pending", int64(o.webhookMaxPending)}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
+		if f.n <= 0 {
+			return o, fmt.Errorf("%s must be positive", o.name(f.flag))
+		}
 	}
 	if o.shutdownTimeout < 0 {
 		return o, fmt.Errorf("%s must not be negative", o.name("shutdown-timeout"))
@@ -342,11 +353,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// redactDSN hides the password in a database URL, in its user part or in a
-// password or sslpassword query parameter, before it is logged. A URL may
-// list several hosts (postgres://h1:5432,h2:5433/db), as libpq's and pgx's
-// do. What is not a URL is returned as it is: no other -db form holds a
-// password.
+// redactDSN hides the secrets of a database URL before it is logged: the
+// password of its user part, and the value of every query parameter that
+// secretParam names. A URL may list several hosts
+// (postgres://h1:5432,h2:5433/db), as libpq's and pgx's do. What is not a
+// URL is returned as it is: no other -db form holds a password. The other
+// parameters keep their order and their spelling.
 func redactDSN(db string) string {
 	u, err := parseDBURL(db)
 	if err != nil || u.Scheme == "" {
@@ -355,14 +367,37 @@ func redactDSN(db string) string {
 		}
 		return db
 	}
-	q := u.Query()
-	for _, k := range []string{"password", "sslpassword"} {
-		if q.Has(k) {
-			q.Set(k, "xxxxx")
-			u.RawQuery = q.Encode()
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			name, _, hasValue := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(name); err == nil {
+				name = n
+			}
+			if hasValue && secretParam(name) {
+				params[i] = p[:strings.IndexByte(p, '=')] + "=xxxxx"
+			}
 		}
+		u.RawQuery = strings.Join(params, "&")
 	}
 	return u.Redacted()
+}
+
+// secretParam reports whether a database URL's query parameter may hold a
+// secret: its name, in any case, contains "pass", "secret", "token" or
+// "key". That covers libpq's and pgx's password, sslpassword and passfile,
+// and names such as api_key or auth_token that a driver or proxy may add.
+// It also hides sslkey and passfile, which hold paths rather than
+// secrets: a rule by name that errs on the side of hiding is easier to
+// trust than a list of exceptions.
+func secretParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, s := range []string{"pass", "secret", "token", "key"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseDBURL parses a URL whose host part may be a comma-separated list of

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // lockedBuffer collects a process's output safely across goroutines.
@@ -219,10 +221,24 @@ func TestRedactDSN(t *testing.T) {
 		{"postgres://a,,b/db", "(a database URL that does not parse)"},
 		{"postgres://u:s3cret@a:1,b:x/db", "(a database URL that does not parse)"},
 		{"postgres://u:s3cret@a,b/db%zz", "(a database URL that does not parse)"},
+		// Every parameter whose name holds pass, secret, token or key, in
+		// any case, is hidden; the others keep their order and spelling.
+		{"postgres://h/db?sslmode=verify-full&sslpassword=k1&passfile=/home/u/.pgpass&connect_timeout=5",
+			"postgres://h/db?sslmode=verify-full&sslpassword=xxxxx&passfile=xxxxx&connect_timeout=5"},
+		{"postgres://h/db?api_key=k2&auth_token=t3&client_secret=c4&application_name=plantstore",
+			"postgres://h/db?api_key=xxxxx&auth_token=xxxxx&client_secret=xxxxx&application_name=plantstore"},
+		{"postgres://h/db?sslkey=/etc/ssl/client.key&sslcert=/etc/ssl/client.crt",
+			"postgres://h/db?sslkey=xxxxx&sslcert=/etc/ssl/client.crt"},
+		{"postgres://h/db?PassWord=s3cret&Password=again", "postgres://h/db?PassWord=xxxxx&Password=xxxxx"},
+		{"postgres://h/db?pass%77ord=s3cret", "postgres://h/db?pass%77ord=xxxxx"},
+		{"postgres://h/db?password=a&password=b", "postgres://h/db?password=xxxxx&password=xxxxx"},
+		{"postgres://h/db?password=s%26cret&x=1", "postgres://h/db?password=xxxxx&x=1"},
+		{"postgres://h/db?password", "postgres://h/db?password"},
+		{"postgres://h/db?keepalives=1&target_session_attrs=any", "postgres://h/db?keepalives=1&target_session_attrs=any"},
 	}
 	for _, tt := range tests {
-		if got := redactDSN(tt.db); got != tt.want {
-			t.Errorf("redactDSN(%q) = %q, want %q", tt.db, got, tt.want)
+		if diff := cmp.Diff(tt.want, redactDSN(tt.db)); diff != "" {
+			t.Errorf("redactDSN(%q) mismatch (-want +got):\n%s", tt.db, diff)
 		}
 	}
 }

@@ -3,20 +3,61 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/plantstore/plantstore/httpapi"
 )
 
+// maxSecretFile bounds what -token-file and -webhook-secret-file may hold,
+// so that a path such as /dev/zero or a runaway file stops the binary at
+// once instead of filling its memory. A million tokens of a few dozen
+// bytes would not fit; a real token file is far smaller.
+const maxSecretFile = 1 << 20
+
+// errFileTooLarge is what readSecretFile wraps for a file past
+// maxSecretFile.
+var errFileTooLarge = errors.New("larger than 1 MiB")
+
+// readSecretFile returns the contents of a file of secrets, read through
+// to its end but no further than maxSecretFile bytes. Files that are not
+// regular are read too, so that -token-file /dev/stdin and a shell's
+// process substitution (<(vault read …)) work; the bound keeps a device
+// that never ends from hanging the start.
+func readSecretFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSecretFile {
+		return nil, fmt.Errorf("%s: %w", name, errFileTooLarge)
+	}
+	return data, nil
+}
+
 // loadTokens gathers the accepted bearer tokens from the token file and the
-// PLANTSTORE_TOKENS environment variable. Tokens are never logged.
+// PLANTSTORE_TOKENS environment variable. A token no client could send (see
+// [httpapi.CheckToken]) is an error naming where it is, by line or by
+// position, and the rule, never the token: tokens are never logged.
 func loadTokens(file string, getenv func(string) string, logger *slog.Logger) ([]string, error) {
 	var tokens []string
-	for _, t := range strings.Split(getenv("PLANTSTORE_TOKENS"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tokens = append(tokens, t)
+	for i, t := range strings.Split(getenv("PLANTSTORE_TOKENS"), ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
 		}
+		if err := httpapi.CheckToken(t); err != nil {
+			return nil, fmt.Errorf("PLANTSTORE_TOKENS, item %d (counting from 1, by commas): %w", i+1, err)
+		}
+		tokens = append(tokens, t)
 	}
 	if file == "" {
 		return tokens, nil
@@ -25,18 +66,21 @@ func loadTokens(file string, getenv func(string) string, logger *slog.Logger) ([
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
-	if info.Mode().Perm()&0o077 != 0 {
+	if info.Mode().IsRegular() && info.Mode().Perm()&0o077 != 0 {
 		logger.Warn("token file is readable by group or others; chmod 600 it", "file", file, "mode", info.Mode().Perm().String())
 	}
-	data, err := os.ReadFile(file)
+	data, err := readSecretFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
 	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
+	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
+		}
+		if err := httpapi.CheckToken(line); err != nil {
+			return nil, fmt.Errorf("token file %s, line %d: %w", file, i+1, err)
 		}
 		tokens = append(tokens, line)
 		n++

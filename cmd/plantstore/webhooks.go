@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,22 +15,26 @@ import (
 
 // webhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
-// no subscribers. It is read before anything is opened, so that a missing
-// secret stops the binary before it creates a database.
+// no subscribers. It is read and checked with [webhook.CheckSecret] before
+// anything is opened, so that a missing or weak secret stops the binary
+// before it creates a database.
 func webhookSecret(o *options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	secret := getenv("PLANTSTORE_WEBHOOK_SECRET")
+	secret, from := getenv("PLANTSTORE_WEBHOOK_SECRET"), "PLANTSTORE_WEBHOOK_SECRET"
 	if o.webhookSecret != "" {
-		data, err := os.ReadFile(o.webhookSecret)
+		data, err := readSecretFile(o.webhookSecret)
 		if err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)
 		}
-		secret = strings.TrimSpace(string(data))
+		secret, from = strings.TrimSpace(string(data)), "webhook secret file "+o.webhookSecret
 	}
 	if secret == "" {
 		return "", errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+	}
+	if err := webhook.CheckSecret([]byte(secret)); err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
 	}
 	return secret, nil
 }
@@ -40,7 +43,8 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 // when -webhook names subscribers. Durable storage records each event in
 // the plant's own transaction and the state of its deliveries, which every
 // process on the same database shares by lease; memory storage keeps
-// pending deliveries in memory. It adds to psOpts what the PlantStore
+// pending deliveries in memory, at most -webhook-max-pending events and
+// -webhook-max-pending-bytes bytes of them. It adds to psOpts what the PlantStore
 // needs, and returns a function that stops delivery. reg is the binary's
 // registry, for the delivery metrics.
 func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
@@ -49,7 +53,11 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 	}
 	source, durable := storage.(plantstore.Outbox)
 	if !durable {
-		mo := webhook.NewMemoryOutbox()
+		mo := &webhook.MemoryOutbox{
+			MaxPending:      o.webhookMaxPending,
+			MaxPendingBytes: o.webhookMaxPendingBytes,
+			Logger:          logger,
+		}
 		*psOpts = append(*psOpts, plantstore.OnCreate(mo.Add))
 		source = mo
 	}

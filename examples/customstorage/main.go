@@ -102,6 +102,9 @@ func main() {
 	var tokens []string
 	for t := range strings.SplitSeq(os.Getenv("PLANTSTORE_TOKENS"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
+			if err := httpapi.CheckToken(t); err != nil {
+				log.Fatalf("PLANTSTORE_TOKENS: %v", err)
+			}
 			tokens = append(tokens, t)
 		}
 	}

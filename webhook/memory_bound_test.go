@@ -1,0 +1,150 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// TestMemoryOutboxBound checks that a full MemoryOutbox drops its oldest
+// pending events, fanned out or not, for every subscriber, keeps the
+// event being added, and counts what it dropped.
+func TestMemoryOutboxBound(t *testing.T) {
+	ctx := context.Background()
+	hour := time.Now().Add(time.Hour)
+	name := strings.Repeat("n", 488) // 488 + 512 counted bytes: 1,000 an event
+	tests := []struct {
+		name        string
+		mo          *webhook.MemoryOutbox
+		fanOutFirst int      // events added and fanned out before the rest
+		ackFirst    []int    // of those, the ones acknowledged by both subscribers
+		names       []string // the names of the events added after
+		wantIDs     []int64  // claimed by each subscriber at the end
+		wantDropped uint64
+		reason      string
+	}{
+		{name: "under both bounds", mo: &webhook.MemoryOutbox{MaxPending: 5, MaxPendingBytes: 5000},
+			names: []string{name, name, name}, wantIDs: []int64{0, 1, 2}},
+		{name: "count", mo: &webhook.MemoryOutbox{MaxPending: 3, MaxPendingBytes: -1},
+			names: []string{"a", "b", "c", "d", "e"}, wantIDs: []int64{2, 3, 4}, wantDropped: 2},
+		{name: "bytes", mo: &webhook.MemoryOutbox{MaxPending: -1, MaxPendingBytes: 3000},
+			names: []string{name, name, name, name, name}, wantIDs: []int64{2, 3, 4}, wantDropped: 2},
+		{name: "fanned out events are the oldest", mo: &webhook.MemoryOutbox{MaxPending: 3},
+			fanOutFirst: 2, names: []string{"c", "d"}, wantIDs: []int64{1, 2, 3}, wantDropped: 1,
+			reason: "event 0, fanned out and claimed, goes before event 2, still waiting"},
+		{name: "ended events are not counted", mo: &webhook.MemoryOutbox{MaxPending: 3},
+			fanOutFirst: 3, ackFirst: []int{0, 1}, names: []string{"d", "e", "f"}, wantIDs: []int64{3, 4, 5}, wantDropped: 1,
+			reason: "events 0 and 1 ended, so only event 2 must go"},
+		{name: "acked out of order", mo: &webhook.MemoryOutbox{MaxPending: 3},
+			fanOutFirst: 3, ackFirst: []int{1}, names: []string{"d", "e"}, wantIDs: []int64{2, 3, 4}, wantDropped: 1,
+			reason: "event 0 is the oldest pending; event 1 ended behind it"},
+		{name: "one event larger than the bound is kept", mo: &webhook.MemoryOutbox{MaxPendingBytes: 100},
+			names: []string{"a", "b", name}, wantIDs: []int64{2}, wantDropped: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			tt.mo.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			subs := []string{"a", "b"}
+			var seqs []int64
+			for i := range tt.fanOutFirst {
+				tt.mo.Add(plantstore.Plant{ID: int64(i), Name: "early"})
+			}
+			if _, err := tt.mo.FanOut(ctx, subs, 100); err != nil {
+				t.Fatal(err)
+			}
+			for _, sub := range subs {
+				ds, err := tt.mo.Claim(ctx, sub, "one", hour, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seqs = seqs[:0]
+				for _, d := range ds {
+					seqs = append(seqs, d.Seq)
+				}
+				var acks []int64
+				for _, i := range tt.ackFirst {
+					acks = append(acks, seqs[i])
+				}
+				if err := tt.mo.Ack(ctx, sub, acks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, n := range tt.names {
+				tt.mo.Add(plantstore.Plant{ID: int64(tt.fanOutFirst + i), Name: n})
+			}
+			if _, err := tt.mo.FanOut(ctx, subs, 100); err != nil {
+				t.Fatal(err)
+			}
+			for _, sub := range subs {
+				// A Retry makes the early deliveries, claimed by "one", due again.
+				var retries []plantstore.Retry
+				for _, seq := range seqs {
+					retries = append(retries, plantstore.Retry{Seq: seq, Attempts: 1, Due: time.Now().Add(-time.Second)})
+				}
+				if err := tt.mo.Retry(ctx, sub, "one", retries); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.wantIDs, claimIDs(t, tt.mo, sub, "two", hour, 100)); diff != "" {
+					t.Errorf("Claim(%s) plant ids (-want +got):\n%s%s", sub, diff, tt.reason)
+				}
+			}
+			if got := tt.mo.Dropped(); got != tt.wantDropped {
+				t.Errorf("Dropped() = %d, want %d", got, tt.wantDropped)
+			}
+			if n, err := tt.mo.Depth(ctx); err != nil || n != len(tt.wantIDs) {
+				t.Errorf("Depth() = %d, %v, want %d", n, err, len(tt.wantIDs))
+			}
+			wantLines := 0
+			if tt.wantDropped > 0 {
+				wantLines = 1
+			}
+			if got := strings.Count(logs.String(), "memory outbox full"); got != wantLines {
+				t.Errorf("%d lines about drops, want %d: the first drop is logged at once, later ones once a minute:\n%s", got, wantLines, &logs)
+			}
+		})
+	}
+}
+
+// TestMemoryOutboxDropsAreCounted checks that a Dispatcher over a
+// MemoryOutbox exports its drops as plantstore_webhook_dropped_total.
+func TestMemoryOutboxDropsAreCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	mo := &webhook.MemoryOutbox{MaxPending: 2, Logger: slog.New(slog.DiscardHandler)}
+	if _, err := webhook.New(mo, webhook.Config{Subscribers: []string{"http://127.0.0.1:1/"}, Secret: testSecret, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	for id := range int64(7) {
+		mo.Add(plantstore.Plant{ID: id, Name: "p"})
+	}
+	if got := metricValue(t, reg, "plantstore_webhook_dropped_total"); got != 5 {
+		t.Errorf("plantstore_webhook_dropped_total = %v, want 5", got)
+	}
+}
+
+// BenchmarkMemoryOutboxAddFull measures Add on a full outbox, which drops
+// an event on every call: the work of a drop is a constant, whatever the
+// number of events kept.
+func BenchmarkMemoryOutboxAddFull(b *testing.B) {
+	mo := &webhook.MemoryOutbox{MaxPending: 10_000, Logger: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	for id := range int64(10_000) {
+		mo.Add(plantstore.Plant{ID: id, Name: "p"})
+	}
+	if _, err := mo.FanOut(ctx, []string{"a", "b"}, 10_000); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		mo.Add(plantstore.Plant{ID: int64(i), Name: "p"})
+	}
+}
