@@ -104,11 +104,58 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 // and the metrics when there are any.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = withRequestID(w, r)
+	if r.URL.RawPath != "" {
+		r = escapedRoute(r)
+	}
 	if h.accessLog != nil || h.metrics != nil {
 		h.serveLogged(w, r)
 		return
 	}
+	h.route(w, r)
+}
+
+// route refuses r when its headers are over the limit, and otherwise
+// hands it to the router.
+func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+	if h.maxHeader > 0 && headerBytes(r) > h.maxHeader {
+		h.writeError(w, r, h.headerTooLarge)
+		return
+	}
 	h.routes.ServeHTTP(w, r)
+}
+
+// escapedRoute returns r with its path in the escaped form the client
+// sent, for a path whose %-escapes decoding changes (net/url then sets
+// RawPath). The router matches the path it is given, and the decoded one
+// would let /plants%2F1 reach plant 1, and /plants/%31 name it under a
+// second spelling; matched as sent, the first is no route (404) and the
+// second no id (400). No route of the API has a segment that needs an
+// escape, so no request that should be served is turned away.
+func escapedRoute(r *http.Request) *http.Request {
+	u := *r.URL
+	u.Path, u.RawPath = u.RawPath, ""
+	r = r.WithContext(r.Context())
+	r.URL = &u
+	return r
+}
+
+// headerBytes returns how many bytes r's request line and headers took,
+// counted as HTTP/1.1 sends them; net/http has taken Host and
+// Transfer-Encoding out of the header map, and they are counted back.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2 + 2
+	if r.Host != "" {
+		n += len("Host: ") + len(r.Host) + 2
+	}
+	for _, te := range r.TransferEncoding {
+		n += len("Transfer-Encoding: ") + len(te) + 2
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n
 }
 
 // recovered answers a request whose handler panicked, and logs the panic
@@ -185,35 +232,74 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	writeJSON(w, http.StatusOK, buf.b)
 }
 
+// list answers GET /plants with a page of at most the limit's plants and
+// at most the handler's page bytes (see [WithMaxPageBytes]), with a Link
+// to the next page unless the page reached the last plant. It asks the
+// storage for listChunk plants at a time, fewer once the plants' size is
+// known, so that what the storage returns is bounded too; a page always
+// holds a plant when there is one, however large, so that paging goes on.
 func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	opts, err := listOptions(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	plants, err := h.ps.List(r.Context(), opts)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
+	budget := h.maxPage
+	if budget <= 0 {
+		budget = DefaultMaxPageBytes
 	}
-	if len(plants) == opts.Limit {
-		last := plants[len(plants)-1].ID
+	b := make([]byte, 1, min(64*opts.Limit+2, budget+2))
+	b[0] = '['
+	n, more := 0, true
+	var last int64
+	chunk := plantstore.ListOptions{After: opts.After, HasAfter: opts.HasAfter}
+fill:
+	for n < opts.Limit {
+		chunk.Limit = min(opts.Limit-n, listChunk)
+		if n > 0 {
+			// Ask for what the rest of the budget holds at the average
+			// size so far, plus one to learn whether the page is full.
+			perPlant := max((len(b)-1)/n, 1)
+			chunk.Limit = min(chunk.Limit, max(budget-len(b), 0)/perPlant+1)
+		}
+		plants, err := h.ps.List(r.Context(), chunk)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		for _, p := range plants {
+			mark := len(b)
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendPlant(b, p, true)
+			if n > 0 && len(b)+1 > budget {
+				b = b[:mark]
+				break fill
+			}
+			n++
+			last = p.ID
+		}
+		if len(plants) < chunk.Limit {
+			more = false
+			break
+		}
+		chunk.After, chunk.HasAfter = last, true
+	}
+	if more {
 		// A query-only reference keeps the request's path, so the link
 		// stays right when the handler is mounted under a prefix.
 		w.Header()["Link"] = []string{"<?limit=" + strconv.Itoa(opts.Limit) +
 			"&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
 	}
-	b := make([]byte, 0, 64*len(plants)+2)
-	b = append(b, '[')
-	for i, p := range plants {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPlant(b, p, true)
-	}
 	b = append(b, ']')
 	writeJSON(w, http.StatusOK, b)
 }
+
+// listChunk is the most plants the list handler asks the storage for at
+// once: with plants as large as a body may be, a chunk of them is what
+// one request holds in memory beyond its page.
+const listChunk = 64
 
 // listOptions reads GET /plants's query: limit, an integer between 1 and
 // MaxListLimit (DefaultListLimit when absent), and after, an int64 id.
@@ -327,15 +413,20 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 // readBody reads the whole body into buf, refusing one over h.maxBody
 // bytes without reading past one byte more.
+//
+// The buffer grows only once the bytes already received fill it, so that
+// memory follows what the client has sent, not what its Content-Length
+// claims: a client that announces a large body and trickles it in holds
+// no more than the pooled buffer. Each growth at least doubles the
+// buffer, starting from [firstGrowth], and stops at the declared length
+// when there is one, so a body of known length is copied a few times at
+// most.
 func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]byte, error) {
 	limit := h.maxBody
 	b := buf.b[:0]
-	if contentLength > 0 && int64(cap(b)) < contentLength {
-		b = make([]byte, 0, contentLength)
-	}
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			b = growBody(b, contentLength, limit)
 		}
 		end := cap(b)
 		if room := limit + 1 - int64(len(b)); room < int64(end-len(b)) {
@@ -360,6 +451,26 @@ func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]
 	}
 	buf.b = b
 	return b, nil
+}
+
+// firstGrowth is the least a full body buffer grows to.
+const firstGrowth = 4 << 10
+
+// growBody returns b with room for more bytes: twice its capacity, or
+// firstGrowth, whichever is more, but no more than the declared length
+// while that is still ahead, and no more than one byte past limit.
+func growBody(b []byte, contentLength, limit int64) []byte {
+	n := max(2*int64(cap(b)), firstGrowth)
+	if contentLength > int64(len(b)) {
+		n = min(n, contentLength)
+	}
+	n = min(n, limit+1)
+	if n <= int64(len(b)) {
+		n = int64(len(b)) + 1
+	}
+	nb := make([]byte, len(b), n)
+	copy(nb, b)
+	return nb
 }
 
 // A buffer is a reusable byte slice. Buffers that grew past maxPooled are
@@ -439,7 +550,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
-	h.routes.ServeHTTP(rec, r)
+	h.route(rec, r)
 }
 
 // logAccess writes the access line of a request that started at start,

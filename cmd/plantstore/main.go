@@ -257,6 +257,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithMetrics(reg),
+		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
 	}
 	if logger.Enabled(ctx, slog.LevelInfo) {
 		hopts = append(hopts, httpapi.WithAccessLog(logger))
@@ -279,7 +280,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
@@ -341,6 +342,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("plantstore stopped")
 	return nil
 }
+
+// maxHeaderBytes is the most bytes of request line and headers the API
+// accepts; the handler answers a request over it with the Error for 431.
+// net/http reads headers up to serverHeaderBytes (and 4 KiB more), so that
+// headers somewhat over the limit still reach the handler; past that,
+// net/http answers 431 itself, as text/plain, without reading the rest.
+const (
+	maxHeaderBytes    = 64 << 10
+	serverHeaderBytes = 2 * maxHeaderBytes
+)
 
 // redactDSN hides the password in a database URL, in its user part or in a
 // password or sslpassword query parameter, before it is logged. A URL may
