@@ -304,3 +304,29 @@ type discardWriter struct{ h http.Header }
 func (w discardWriter) Header() http.Header         { return w.h }
 func (w discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w discardWriter) WriteHeader(int)             {}
+
+// BenchmarkCreateLargeBody creates plants whose bodies take about size
+// bytes, up to the default limit, where the handler's body buffer must
+// grow past its pooled size while the body arrives.
+func BenchmarkCreateLargeBody(b *testing.B) {
+	for _, size := range []int{4 << 10, 64 << 10, httpapi.DefaultMaxBodyBytes - 64} {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			name := strings.Repeat("a", size-len(`{"id":1234567890,"name":""}`))
+			var buf []byte
+			c := benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
+				body: func(i int) []byte {
+					buf = append(buf[:0], `{"id":`...)
+					buf = strconv.AppendInt(buf, int64(i), 10)
+					buf = append(buf, `,"name":"`...)
+					buf = append(buf, name...)
+					return append(buf, `"}`...)
+				}}
+			h := &freshStores{size: 64}
+			checkBench(b, h, c, -1, http.StatusOK, 0)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				h.ServeHTTP(httptest.NewRecorder(), c.newRequest(i))
+			}
+		})
+	}
+}
