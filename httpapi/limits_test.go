@@ -246,8 +246,8 @@ func TestEscapedPaths(t *testing.T) {
 	}
 	got := series(t, reg, "plantstore_http_requests_total")
 	for k, want := range map[string]float64{
-		`plantstore_http_requests_total{error="404",method="DELETE",route="other"}`:       1,
-		`plantstore_http_requests_total{error="404",method="GET",route="other"}`:          3,
+		`plantstore_http_requests_total{error="404",method="DELETE",route="other"}`:        1,
+		`plantstore_http_requests_total{error="404",method="GET",route="other"}`:           3,
 		`plantstore_http_requests_total{error="400",method="DELETE",route="/plants/{id}"}`: 1,
 		`plantstore_http_requests_total{error="400",method="GET",route="/plants/{id}"}`:    1,
 	} {

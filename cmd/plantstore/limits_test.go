@@ -244,3 +244,44 @@ func TestHeadersOverLimitGetTheError(t *testing.T) {
 		t.Error("the create with oversized headers is stored")
 	}
 }
+
+// TestAnswersNetHTTPGivesItself lists the requests that net/http answers
+// before any handler runs, so that they cannot carry the API's Error: it
+// writes the answer itself, as text/plain (or with no body), and closes
+// the connection. README's "Answers net/http gives itself" names them.
+func TestAnswersNetHTTPGivesItself(t *testing.T) {
+	url := startServer(t, "-db", "memory")
+	tests := []struct {
+		name       string
+		req        string
+		wantStatus int
+		wantType   string
+	}{
+		{"malformed request line", "GET\r\nHost: plantstore\r\n\r\n", 400, "text/plain; charset=utf-8"},
+		{"missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "text/plain; charset=utf-8"},
+		{"malformed Host", "GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "text/plain; charset=utf-8"},
+		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX Y: z\r\n\r\n", 400, "text/plain; charset=utf-8"},
+		{"two Content-Lengths", createHead("Content-Length: 2\r\nContent-Length: 3\r\n") + "{}", 400, "text/plain; charset=utf-8"},
+		{"unsupported Transfer-Encoding", createHead("Transfer-Encoding: gzip\r\n"), 501, "text/plain; charset=utf-8"},
+		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n\r\n", 505, "text/plain; charset=utf-8"},
+		{"headers past what net/http reads", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " +
+			strings.Repeat("a", serverHeaderBytes+8<<10) + "\r\n\r\n", 431, "text/plain; charset=utf-8"},
+		{"an expectation other than 100-continue", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nExpect: tea\r\n\r\n", 417, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, resp, body := exchange(t, url, strings.NewReader(tt.req))
+			if resp == nil {
+				t.Fatal("the server closed the connection without an answer")
+			}
+			if resp.StatusCode != tt.wantStatus || resp.Header.Get("Content-Type") != tt.wantType {
+				t.Errorf("answered %s (Content-Type %q) %q, want %d (Content-Type %q) from net/http",
+					resp.Status, resp.Header.Get("Content-Type"), body, tt.wantStatus, tt.wantType)
+			}
+			if !resp.Close {
+				t.Errorf("net/http's answer %s keeps the connection open", resp.Status)
+			}
+			checkServing(t, url, int64(i+1))
+		})
+	}
+}
