@@ -263,6 +263,8 @@ func TestAnswersNetHTTPGivesItself(t *testing.T) {
 		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX Y: z\r\n\r\n", 400, "text/plain; charset=utf-8"},
 		{"two Content-Lengths", createHead("Content-Length: 2\r\nContent-Length: 3\r\n") + "{}", 400, "text/plain; charset=utf-8"},
 		{"unsupported Transfer-Encoding", createHead("Transfer-Encoding: gzip\r\n"), 501, "text/plain; charset=utf-8"},
+		{"two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "text/plain; charset=utf-8"},
+		{"two Transfer-Encodings", createHead("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"), 501, "text/plain; charset=utf-8"},
 		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n\r\n", 505, "text/plain; charset=utf-8"},
 		{"headers past what net/http reads", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " +
 			strings.Repeat("a", serverHeaderBytes+8<<10) + "\r\n\r\n", 431, "text/plain; charset=utf-8"},
