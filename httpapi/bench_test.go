@@ -330,3 +330,27 @@ func BenchmarkCreateLargeBody(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkList lists a page of small plants, of the default limit and of
+// the largest, from a store of 10,000.
+func BenchmarkList(b *testing.B) {
+	h := newBenchHandler()
+	c := createCase(false)
+	for i := range 10000 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, c.newRequest(i))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	}
+	for _, limit := range []int{100, 1000} {
+		b.Run("limit="+strconv.Itoa(limit), func(b *testing.B) {
+			c := fixedCase("GET", "/plants?limit="+strconv.Itoa(limit)+"&after=4000", "", authHeader)
+			checkBench(b, h, c, 0, http.StatusOK, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(httptest.NewRecorder(), c.newRequest(0))
+			}
+		})
+	}
+}
