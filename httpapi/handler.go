@@ -124,40 +124,6 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 	h.routes.ServeHTTP(w, r)
 }
 
-// escapedRoute returns r with its path in the escaped form the client
-// sent, for a path whose %-escapes decoding changes (net/url then sets
-// RawPath). The router matches the path it is given, and the decoded one
-// would let /plants%2F1 reach plant 1, and /plants/%31 name it under a
-// second spelling; matched as sent, the first is no route (404) and the
-// second no id (400). No route of the API has a segment that needs an
-// escape, so no request that should be served is turned away.
-func escapedRoute(r *http.Request) *http.Request {
-	u := *r.URL
-	u.Path, u.RawPath = u.RawPath, ""
-	r = r.WithContext(r.Context())
-	r.URL = &u
-	return r
-}
-
-// headerBytes returns how many bytes r's request line and headers took,
-// counted as HTTP/1.1 sends them; net/http has taken Host and
-// Transfer-Encoding out of the header map, and they are counted back.
-func headerBytes(r *http.Request) int {
-	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2 + 2
-	if r.Host != "" {
-		n += len("Host: ") + len(r.Host) + 2
-	}
-	for _, te := range r.TransferEncoding {
-		n += len("Transfer-Encoding: ") + len(te) + 2
-	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += len(k) + 2 + len(v) + 2
-		}
-	}
-	return n
-}
-
 // recovered answers a request whose handler panicked, and logs the panic
 // with its stack.
 func (h *handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
@@ -296,11 +262,6 @@ fill:
 	writeJSON(w, http.StatusOK, b)
 }
 
-// listChunk is the most plants the list handler asks the storage for at
-// once: with plants as large as a body may be, a chunk of them is what
-// one request holds in memory beyond its page.
-const listChunk = 64
-
 // listOptions reads GET /plants's query: limit, an integer between 1 and
 // MaxListLimit (DefaultListLimit when absent), and after, an int64 id.
 // Each may be given once. A query that does not parse (a bad escape, a
@@ -417,10 +378,11 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.P
 // The buffer grows only once the bytes already received fill it, so that
 // memory follows what the client has sent, not what its Content-Length
 // claims: a client that announces a large body and trickles it in holds
-// no more than the pooled buffer. Each growth at least doubles the
-// buffer, starting from [firstGrowth], and stops at the declared length
-// when there is one, so a body of known length is copied a few times at
-// most.
+// no more than the pooled buffer, and one that sends n bytes holds at
+// most 2n or firstGrowth. Each growth at least doubles the buffer and
+// stops at the declared length when there is one, so a legitimate 1 MiB
+// body is copied about 8 times on its way in: BenchmarkCreateLargeBody
+// shows 14 % more bytes allocated than one buffer of the declared size.
 func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]byte, error) {
 	limit := h.maxBody
 	b := buf.b[:0]
@@ -451,26 +413,6 @@ func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]
 	}
 	buf.b = b
 	return b, nil
-}
-
-// firstGrowth is the least a full body buffer grows to.
-const firstGrowth = 4 << 10
-
-// growBody returns b with room for more bytes: twice its capacity, or
-// firstGrowth, whichever is more, but no more than the declared length
-// while that is still ahead, and no more than one byte past limit.
-func growBody(b []byte, contentLength, limit int64) []byte {
-	n := max(2*int64(cap(b)), firstGrowth)
-	if contentLength > int64(len(b)) {
-		n = min(n, contentLength)
-	}
-	n = min(n, limit+1)
-	if n <= int64(len(b)) {
-		n = int64(len(b)) + 1
-	}
-	nb := make([]byte, len(b), n)
-	copy(nb, b)
-	return nb
 }
 
 // A buffer is a reusable byte slice. Buffers that grew past maxPooled are
