@@ -238,7 +238,9 @@ func listAll(t *testing.T, url string) map[int64]string {
 		for _, p := range page {
 			got[p.ID] = p.Name
 		}
-		if len(page) < 1000 {
+		// A page may be short of the limit when it is full in bytes; the
+		// last page is the one without a Link.
+		if resp.Header.Get("Link") == "" {
 			return got
 		}
 		after = fmt.Sprintf("&after=%d", page[len(page)-1].ID)

@@ -304,3 +304,53 @@ type discardWriter struct{ h http.Header }
 func (w discardWriter) Header() http.Header         { return w.h }
 func (w discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w discardWriter) WriteHeader(int)             {}
+
+// BenchmarkCreateLargeBody creates plants whose bodies take about size
+// bytes, up to the default limit, where the handler's body buffer must
+// grow past its pooled size while the body arrives.
+func BenchmarkCreateLargeBody(b *testing.B) {
+	for _, size := range []int{4 << 10, 64 << 10, httpapi.DefaultMaxBodyBytes - 64} {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			name := strings.Repeat("a", size-len(`{"id":1234567890,"name":""}`))
+			var buf []byte
+			c := benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
+				body: func(i int) []byte {
+					buf = append(buf[:0], `{"id":`...)
+					buf = strconv.AppendInt(buf, int64(i), 10)
+					buf = append(buf, `,"name":"`...)
+					buf = append(buf, name...)
+					return append(buf, `"}`...)
+				}}
+			h := &freshStores{size: 64}
+			checkBench(b, h, c, -1, http.StatusOK, 0)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				h.ServeHTTP(httptest.NewRecorder(), c.newRequest(i))
+			}
+		})
+	}
+}
+
+// BenchmarkList lists a page of small plants, of the default limit and of
+// the largest, from a store of 10,000.
+func BenchmarkList(b *testing.B) {
+	h := newBenchHandler()
+	c := createCase(false)
+	for i := range 10000 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, c.newRequest(i))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	}
+	for _, limit := range []int{100, 1000} {
+		b.Run("limit="+strconv.Itoa(limit), func(b *testing.B) {
+			c := fixedCase("GET", "/plants?limit="+strconv.Itoa(limit)+"&after=4000", "", authHeader)
+			checkBench(b, h, c, 0, http.StatusOK, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(httptest.NewRecorder(), c.newRequest(0))
+			}
+		})
+	}
+}

@@ -104,8 +104,21 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 // and the metrics when there are any.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = withRequestID(w, r)
+	if r.URL.RawPath != "" {
+		r = escapedRoute(r)
+	}
 	if h.accessLog != nil || h.metrics != nil {
 		h.serveLogged(w, r)
+		return
+	}
+	h.route(w, r)
+}
+
+// route refuses r when its headers are over the limit, and otherwise
+// hands it to the router.
+func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+	if h.maxHeader > 0 && headerBytes(r) > h.maxHeader {
+		h.writeError(w, r, h.headerTooLarge)
 		return
 	}
 	h.routes.ServeHTTP(w, r)
@@ -185,31 +198,65 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	writeJSON(w, http.StatusOK, buf.b)
 }
 
+// list answers GET /plants with a page of at most the limit's plants and
+// at most the handler's page bytes (see [WithMaxPageBytes]), with a Link
+// to the next page unless the page reached the last plant. It asks the
+// storage for listChunk plants at a time, fewer once the plants' size is
+// known, so that what the storage returns is bounded too; a page always
+// holds a plant when there is one, however large, so that paging goes on.
 func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	opts, err := listOptions(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	plants, err := h.ps.List(r.Context(), opts)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
+	budget := h.maxPage
+	if budget <= 0 {
+		budget = DefaultMaxPageBytes
 	}
-	if len(plants) == opts.Limit {
-		last := plants[len(plants)-1].ID
+	b := make([]byte, 1, min(64*opts.Limit+2, budget+2))
+	b[0] = '['
+	n, more := 0, true
+	var last int64
+	chunk := plantstore.ListOptions{After: opts.After, HasAfter: opts.HasAfter}
+fill:
+	for n < opts.Limit {
+		chunk.Limit = min(opts.Limit-n, listChunk)
+		if n > 0 {
+			// Ask for what the rest of the budget holds at the average
+			// size so far, plus one to learn whether the page is full.
+			perPlant := max((len(b)-1)/n, 1)
+			chunk.Limit = min(chunk.Limit, max(budget-len(b), 0)/perPlant+1)
+		}
+		plants, err := h.ps.List(r.Context(), chunk)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		for _, p := range plants {
+			mark := len(b)
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendPlant(b, p, true)
+			if n > 0 && len(b)+1 > budget {
+				b = b[:mark]
+				break fill
+			}
+			n++
+			last = p.ID
+		}
+		if len(plants) < chunk.Limit {
+			more = false
+			break
+		}
+		chunk.After, chunk.HasAfter = last, true
+	}
+	if more {
 		// A query-only reference keeps the request's path, so the link
 		// stays right when the handler is mounted under a prefix.
 		w.Header()["Link"] = []string{"<?limit=" + strconv.Itoa(opts.Limit) +
 			"&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
-	}
-	b := make([]byte, 0, 64*len(plants)+2)
-	b = append(b, '[')
-	for i, p := range plants {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPlant(b, p, true)
 	}
 	b = append(b, ']')
 	writeJSON(w, http.StatusOK, b)
@@ -327,15 +374,21 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 // readBody reads the whole body into buf, refusing one over h.maxBody
 // bytes without reading past one byte more.
+//
+// The buffer grows only once the bytes already received fill it, so that
+// memory follows what the client has sent, not what its Content-Length
+// claims: a client that announces a large body and trickles it in holds
+// no more than the pooled buffer, and one that sends n bytes holds at
+// most 2n or firstGrowth. Each growth at least doubles the buffer and
+// stops at the declared length when there is one, so a legitimate 1 MiB
+// body is copied about 8 times on its way in: BenchmarkCreateLargeBody
+// shows 14 % more bytes allocated than one buffer of the declared size.
 func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]byte, error) {
 	limit := h.maxBody
 	b := buf.b[:0]
-	if contentLength > 0 && int64(cap(b)) < contentLength {
-		b = make([]byte, 0, contentLength)
-	}
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			b = growBody(b, contentLength, limit)
 		}
 		end := cap(b)
 		if room := limit + 1 - int64(len(b)); room < int64(end-len(b)) {
@@ -439,7 +492,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
-	h.routes.ServeHTTP(rec, r)
+	h.route(rec, r)
 }
 
 // logAccess writes the access line of a request that started at start,

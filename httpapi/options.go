@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"log/slog"
+	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -9,6 +11,10 @@ import (
 // DefaultMaxBodyBytes is the largest request body the handler reads unless
 // [WithMaxBodyBytes] says otherwise.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultMaxPageBytes is the most bytes a page of GET /plants holds
+// unless [WithMaxPageBytes] says otherwise.
+const DefaultMaxPageBytes = 4 << 20
 
 // An Option configures the handler returned by [New].
 type Option func(*config)
@@ -18,11 +24,15 @@ type config struct {
 	noAuth       bool
 	conventional bool
 	maxBody      int64
-	logger       *slog.Logger
-	accessLog    *slog.Logger
-	cors         *corsPolicy
-	baseURL      string
-	registerer   prometheus.Registerer
+	maxPage      int
+	maxHeader    int
+	// headerTooLarge is the error for headers over maxHeader.
+	headerTooLarge *apiError
+	logger         *slog.Logger
+	accessLog      *slog.Logger
+	cors           *corsPolicy
+	baseURL        string
+	registerer     prometheus.Registerer
 }
 
 // WithAuthenticator makes the handler serve the requests a accepts, and
@@ -60,6 +70,36 @@ func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.maxBody = n
+		}
+	}
+}
+
+// WithMaxPageBytes sets the most bytes of JSON a page of GET /plants
+// holds. A page ends early, with its Link to the next, once the next plant
+// would take it past n bytes; it still holds one plant when a single plant
+// is larger than n, so that paging always moves on. An n of zero or less
+// leaves the default, [DefaultMaxPageBytes].
+func WithMaxPageBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxPage = n
+		}
+	}
+}
+
+// WithMaxHeaderBytes makes the handler refuse, with error code 431, a
+// request whose request line and headers take more than n bytes, counted
+// as they were sent: each header line as name, colon, space, value and
+// CRLF. It lets the Error body answer headers that an [http.Server]
+// with a larger MaxHeaderBytes has read; headers past the server's own
+// limit are refused by net/http before the handler runs. An n of zero or
+// less, the default, checks nothing.
+func WithMaxHeaderBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxHeader = n
+			c.headerTooLarge = &apiError{code: http.StatusRequestHeaderFieldsTooLarge,
+				msg: "request headers exceed the limit of " + strconv.Itoa(n) + " bytes"}
 		}
 	}
 }

@@ -268,6 +268,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithMetrics(reg),
+		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
 	}
 	if logger.Enabled(ctx, slog.LevelInfo) {
 		hopts = append(hopts, httpapi.WithAccessLog(logger))
@@ -290,7 +291,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
@@ -352,6 +353,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("plantstore stopped")
 	return nil
 }
+
+// maxHeaderBytes is the most bytes of request line and headers the API
+// accepts; the handler answers a request over it with the Error for 431.
+// net/http reads headers up to serverHeaderBytes (and 4 KiB more), so that
+// headers somewhat over the limit still reach the handler; past that,
+// net/http answers 431 itself, as text/plain, without reading the rest.
+const (
+	maxHeaderBytes    = 64 << 10
+	serverHeaderBytes = 2 * maxHeaderBytes
+)
 
 // redactDSN hides the secrets of a database URL before it is logged: the
 // password of its user part, and the value of every query parameter that

@@ -146,13 +146,14 @@ func create(url string, id int64, name string) (status, code int, err error) {
 	return resp.StatusCode, e.Error, nil
 }
 
-// listAll pages through GET /plants and returns every stored id.
+// listAll pages through GET /plants, following each page's Link, and
+// returns every stored id.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
 	got := map[int64]string{}
-	after := ""
+	query := "?limit=1000"
 	for {
-		req, _ := http.NewRequest("GET", url+"/plants?limit=1000"+after, nil)
+		req, _ := http.NewRequest("GET", url+"/plants"+query, nil)
 		req.Header.Set("Authorization", "Bearer "+procToken)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -170,10 +171,16 @@ func listAll(t *testing.T, url string) map[int64]string {
 		for _, p := range page {
 			got[p.ID] = p.Name
 		}
-		if len(page) < 1000 {
+		link := resp.Header.Get("Link")
+		if link == "" {
 			return got
 		}
-		after = fmt.Sprintf("&after=%d", page[len(page)-1].ID)
+		// The server's links are query-only references: <?limit=…&after=…>.
+		next, _, ok := strings.Cut(strings.TrimPrefix(link, "<"), ">")
+		if !ok || !strings.HasPrefix(next, "?") {
+			t.Fatalf("list: Link %q is not a query-only reference", link)
+		}
+		query = next
 	}
 }
 
