@@ -162,7 +162,7 @@ type Store struct {
 }
 
 var (
-	_ plantstore.Storage = (*Store)(nil)
+	_ plantstore.Storage     = (*Store)(nil)
 	_ plantstore.Pinger      = (*Store)(nil)
 	_ plantstore.WriteProber = (*Store)(nil)
 	_ plantstore.Outbox      = (*Store)(nil)
