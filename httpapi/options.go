@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,6 +24,9 @@ type config struct {
 	cors         *corsPolicy
 	baseURL      string
 	registerer   prometheus.Registerer
+	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
+	readyTimeout  time.Duration
+	readyInterval time.Duration
 }
 
 // WithAuthenticator makes the handler serve the requests a accepts, and
