@@ -42,6 +42,12 @@ func (ps *PlantStore) Ready(ctx context.Context) error {
 	return nil
 }
 
+// WritesFailing reports whether the latest Create or Delete that reached
+// the storage failed for want of it (an error wrapping [ErrUnavailable] or
+// [ErrOutcomeUnknown]) and no write or [PlantStore.Ready] has succeeded
+// since. A cached answer of Ready holds only while this stays the same.
+func (ps *PlantStore) WritesFailing() bool { return ps.writeFailed.Load() }
+
 // noteWrite records the outcome of a Create or Delete for Ready. It writes
 // the shared flag only when it changes, so that concurrent writes that all
 // succeed do not contend for it.

@@ -50,8 +50,9 @@ var (
 	errReadyTimeout = &apiError{code: http.StatusServiceUnavailable, msg: "not ready: the storage did not answer in time"}
 )
 
-// A readiness caches the outcome of [plantstore.PlantStore.Ready]. At most
-// one check runs at a time, on a context of its own, so that a client
+// A readiness caches the outcome of [plantstore.PlantStore.Ready] for an
+// interval, or until a write's outcome says otherwise. At most one check
+// runs at a time, on a context of its own, so that a client
 // that hangs up does not cut the check short for the others, and a flood
 // of GET /readyz costs the storage one check per interval.
 type readiness struct {
@@ -60,8 +61,11 @@ type readiness struct {
 	interval time.Duration
 
 	mu      sync.Mutex
-	checked time.Time     // when the latest check ended; zero before any
-	err     error         // its outcome
+	checked time.Time // when the latest check ended; zero before any
+	err     error     // its outcome
+	// failing is what WritesFailing said when the latest check ended: a
+	// write that has failed, or succeeded, since makes its outcome stale.
+	failing bool
 	running chan struct{} // closed when the check under way ends; nil when none is
 }
 
@@ -69,7 +73,7 @@ type readiness struct {
 // than an interval ago, or of one it waits for, at most r.timeout.
 func (r *readiness) check(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.checked.IsZero() && time.Since(r.checked) < r.interval {
+	if !r.checked.IsZero() && time.Since(r.checked) < r.interval && r.failing == r.ps.WritesFailing() {
 		err := r.err
 		r.mu.Unlock()
 		return err
@@ -102,11 +106,13 @@ func (r *readiness) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	err := r.ps.Ready(ctx)
 	cancel()
+	// Read after the check, which clears it when its write probe succeeds.
+	failing := r.ps.WritesFailing()
 	if err != nil && ctx.Err() != nil {
 		err = errReadyTimeout
 	}
 	r.mu.Lock()
-	r.checked, r.err, r.running = time.Now(), err, nil
+	r.checked, r.err, r.failing, r.running = time.Now(), err, failing, nil
 	r.mu.Unlock()
 	close(done)
 }

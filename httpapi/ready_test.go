@@ -177,3 +177,27 @@ func TestStorageFailuresAreSummarised(t *testing.T) {
 		t.Errorf("%d failed creates logged %d lines, want 1 (or a summary or two more):\n%s", n, lines, e.logs.String())
 	}
 }
+
+// TestReadyzCacheFollowsWriteOutcomes shows that a cached check does not
+// outlive a write's outcome: a failed create makes the next GET /readyz
+// check again, and so does a create that succeeds after it.
+func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
+	}
+	s.writesDown.Store(true)
+	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
+	e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+	s.writesDown.Store(false)
+	if r := e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`); r.status != 200 {
+		t.Fatalf("create = %d %s, want 200", r.status, r.body)
+	}
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz after a create succeeded = %d %s, want 200", r.status, r.body)
+	}
+	if got := s.pings.Load() + s.probes.Load(); got != 3 {
+		t.Errorf("storage checked %d times, want 3: once per change of the writes' outcome", got)
+	}
+}
