@@ -17,8 +17,9 @@
 // while the latest create or delete failed for want of the storage (error
 // 503 or 504), probes a write through [plantstore.WriteProber]. It answers
 // 503 when that fails or does not end within [WithReadyTimeout]; one check
-// answers every GET /readyz for [WithReadyInterval], so that a flood of
-// them costs the storage one check per interval.
+// answers every GET /readyz for [WithReadyInterval], or until a write's
+// outcome changes, so that a flood of them costs the storage one check
+// per interval.
 //
 // Storage failures come in bursts: the handler logs the first of each kind
 // (storage unavailable, outcome unknown, authentication unavailable, not

@@ -67,9 +67,11 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
-// WithLogger sets where the handler logs internal errors and recovered
-// panics. The default is [slog.Default]. A line logged while serving a
-// request carries the request's id as request_id (see [RequestID]).
+// WithLogger sets where the handler logs internal errors, recovered
+// panics and storage failures; the last are summarised while they recur
+// (see the package documentation). The default is [slog.Default]. A line
+// logged while serving a request carries the request's id as request_id
+// (see [RequestID]).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
