@@ -105,12 +105,12 @@ func (r *readiness) check(ctx context.Context) error {
 func (r *readiness) run(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	err := r.ps.Ready(ctx)
-	cancel()
-	// Read after the check, which clears it when its write probe succeeds.
-	failing := r.ps.WritesFailing()
 	if err != nil && ctx.Err() != nil {
 		err = errReadyTimeout
 	}
+	cancel()
+	// Read after the check, which clears it when its write probe succeeds.
+	failing := r.ps.WritesFailing()
 	r.mu.Lock()
 	r.checked, r.err, r.failing, r.running = time.Now(), err, failing, nil
 	r.mu.Unlock()

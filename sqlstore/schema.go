@@ -196,12 +196,14 @@ var migrations = []migration{
 	{ // 5: the one row Store.ProbeWrite rewrites to check that a commit
 		// reaches the disk.
 		sqlite: []string{`CREATE TABLE write_probe (
-			id INTEGER PRIMARY KEY,
-			n  INTEGER NOT NULL
+			id  INTEGER PRIMARY KEY,
+			n   INTEGER NOT NULL,
+			pad BLOB NOT NULL
 		) STRICT`},
 		postgres: []string{`CREATE TABLE write_probe (
-			id INTEGER PRIMARY KEY,
-			n  BIGINT NOT NULL
+			id  INTEGER PRIMARY KEY,
+			n   BIGINT NOT NULL,
+			pad BYTEA NOT NULL
 		)`},
 	},
 }
