@@ -43,8 +43,8 @@ func TestReady(t *testing.T) {
 		name string
 		// fail is what the storage's writes return; the store then tries
 		// one create, with id 1 taken beforehand when taken is set.
-		fail   error
-		taken  bool
+		fail        error
+		taken       bool
 		prober      bool
 		wantFailing bool
 		wantReady   error
