@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -80,6 +81,9 @@ type ListOptions struct {
 type PlantStore struct {
 	storage  Storage
 	onCreate []func(Plant)
+	// writeFailed reports whether the latest Create or Delete the storage
+	// failed, as opposed to succeeded; see Ready.
+	writeFailed atomic.Bool
 }
 
 // An Option configures a PlantStore.
@@ -118,8 +122,10 @@ func (ps *PlantStore) Create(ctx context.Context, np NewPlant) (Plant, error) {
 	}
 	p := Plant(np)
 	if err := ps.storage.Create(ctx, p); err != nil {
+		ps.noteWrite(err)
 		return Plant{}, storageError("create", np.ID, err)
 	}
+	ps.noteWrite(nil)
 	for _, f := range ps.onCreate {
 		f(p)
 	}
@@ -174,7 +180,9 @@ func (ps *PlantStore) List(ctx context.Context, opts ListOptions) ([]Plant, erro
 // [ErrUnavailable], the context's error, or another storage failure,
 // wrapped.
 func (ps *PlantStore) Delete(ctx context.Context, id int64) error {
-	if err := ps.storage.Delete(ctx, id); err != nil {
+	err := ps.storage.Delete(ctx, id)
+	ps.noteWrite(err)
+	if err != nil {
 		return storageError("delete", id, err)
 	}
 	return nil

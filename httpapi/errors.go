@@ -78,7 +78,11 @@ func (h *handler) rejection(r *http.Request, err error, noToken bool) *apiError 
 	case noToken:
 		ae = errMissingToken
 	}
-	h.logger.LogAttrs(r.Context(), level, msg,
+	lg := h.logger
+	if ae == errAuthUnavailable {
+		lg = h.storageLog
+	}
+	lg.LogAttrs(r.Context(), level, msg,
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("error", ae.code), slog.Any("err", err))
 	return ae
@@ -110,13 +114,13 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg message, 
 	case errors.Is(err, plantstore.ErrNotFound):
 		ae = errPlantMissing
 	case errors.Is(err, plantstore.ErrOutcomeUnknown):
-		h.logger.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: outcome unknown",
+		h.storageLog.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: outcome unknown",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 		ae = errOutcome
 	case errors.Is(err, plantstore.ErrUnavailable),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
-		h.logger.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: storage unavailable",
+		h.storageLog.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: storage unavailable",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 		ae = errUnavailable
 	default:

@@ -2,7 +2,7 @@
 // Store API: POST /plants creates a plant, GET /plants lists them,
 // GET /plants/{id} reads one, DELETE /plants/{id} removes one, all behind bearer authentication;
 // GET /openapi.json describes it all, and GET /healthz and GET /readyz
-// (ready once the storage answers) need no token. HEAD is served wherever
+// need no token. HEAD is served wherever
 // GET is, with the same authentication, and OPTIONS on every path answers
 // 204 with Allow; [WithCORS] lets browsers' scripts in.
 //
@@ -10,6 +10,22 @@
 // text}, where code is the conventional HTTP status of the condition; the
 // response status itself is the contract's 400 unless
 // [WithConventionalStatus] is given.
+//
+// GET /healthz answers 200 whenever the process serves HTTP: it never
+// touches the storage. GET /readyz answers 200 when the storage can take
+// writes now (see [plantstore.PlantStore.Ready]): it pings the storage, or,
+// while the latest create or delete failed for want of the storage (error
+// 503 or 504), probes a write through [plantstore.WriteProber]. It answers
+// 503 when that fails or does not end within [WithReadyTimeout]; one check
+// answers every GET /readyz for [WithReadyInterval], or until a write's
+// outcome changes, so that a flood of them costs the storage one check
+// per interval.
+//
+// Storage failures come in bursts: the handler logs the first of each kind
+// (storage unavailable, outcome unknown, authentication unavailable, not
+// ready) at once, and then, while they recur, one summary line every 5 seconds with
+// their count. The access log ([WithAccessLog]) still has one line per
+// request.
 //
 // Every response carries the request's id in X-Request-Id: the client's own
 // when it sent a usable one, or else a generated one (see [RequestID]). The
@@ -31,6 +47,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/logthrottle"
 )
 
 type handler struct {
@@ -45,6 +62,10 @@ type handler struct {
 	document       []byte
 	documentLength []string
 	metrics        *httpMetrics // nil without WithMetrics
+	ready          *readiness
+	// storageLog is the logger of failures that come in bursts while the
+	// storage is down: one line per kind every logSummaryInterval.
+	storageLog *slog.Logger
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
@@ -54,14 +75,17 @@ type handler struct {
 // [InsecureWithoutAuthentication] is given, it rejects every request that
 // needs a token.
 func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
-	h := &handler{ps: ps, config: config{maxBody: DefaultMaxBodyBytes}}
+	h := &handler{ps: ps, config: config{maxBody: DefaultMaxBodyBytes,
+		readyTimeout: DefaultReadyTimeout, readyInterval: DefaultReadyInterval}}
 	for _, o := range opts {
 		o(&h.config)
 	}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
+	h.storageLog = slog.New(idHandler{logthrottle.New(h.logger.Handler(), logSummaryInterval)})
 	h.logger = slog.New(idHandler{h.logger.Handler()})
+	h.ready = &readiness{ps: ps, timeout: h.readyTimeout, interval: h.readyInterval}
 	h.tooLarge = errBodyTooLarge(h.maxBody)
 	h.document = withServerURL(openAPIDocument, h.baseURL)
 	h.documentLength = []string{strconv.Itoa(len(h.document))}
@@ -353,14 +377,6 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	writeJSON(w, http.StatusOK, statusOK)
-}
-
-func (h *handler) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if err := h.ps.Ping(r.Context()); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, statusReady)
 }
 
 func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,6 +34,9 @@ type config struct {
 	cors           *corsPolicy
 	baseURL        string
 	registerer     prometheus.Registerer
+	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
+	readyTimeout  time.Duration
+	readyInterval time.Duration
 }
 
 // WithAuthenticator makes the handler serve the requests a accepts, and
@@ -104,9 +108,11 @@ func WithMaxHeaderBytes(n int) Option {
 	}
 }
 
-// WithLogger sets where the handler logs internal errors and recovered
-// panics. The default is [slog.Default]. A line logged while serving a
-// request carries the request's id as request_id (see [RequestID]).
+// WithLogger sets where the handler logs internal errors, recovered
+// panics and storage failures; the last are summarised while they recur
+// (see the package documentation). The default is [slog.Default]. A line
+// logged while serving a request carries the request's id as request_id
+// (see [RequestID]).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }

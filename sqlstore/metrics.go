@@ -47,10 +47,11 @@ const (
 	opPing
 	opClaimEvents
 	opAckEvents
+	opProbeWrite
 	numOps
 )
 
-var opLabels = [numOps]string{"create", "read", "list", "delete", "ping", "claim_events", "ack_events"}
+var opLabels = [numOps]string{"create", "read", "list", "delete", "ping", "claim_events", "ack_events", "probe_write"}
 
 // The kinds of failure, as a metric label.
 const (

@@ -116,6 +116,7 @@ func TestMetrics(t *testing.T) {
 			mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
 			mustBe("Delete", s.Delete(ctx, 1), nil)
 			mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
+			mustBe("ProbeWrite", s.ProbeWrite(ctx), nil)
 			mustBe("Ping", s.Ping(ctx), nil)
 			// A failure that is neither the database's absence nor the
 			// caller's: the table is gone.
@@ -132,7 +133,7 @@ func TestMetrics(t *testing.T) {
 
 			series := gathered(t, reg)
 			wantCounts := map[string]float64{
-				"create": 4, "read": 3, "list": 1, "delete": 2, "ping": 2, "claim_events": 1, "ack_events": 1,
+				"create": 4, "read": 3, "list": 1, "delete": 2, "ping": 2, "claim_events": 1, "ack_events": 1, "probe_write": 1,
 			}
 			if diff := cmp.Diff(wantCounts, durationCounts(series)); diff != "" {
 				t.Errorf("operations timed (-want +got):\n%s", diff)
@@ -201,7 +202,7 @@ func TestMetricsWithoutGroupCommitOrOutbox(t *testing.T) {
 			t.Errorf("unexpected series %s", k)
 		}
 	}
-	want := map[string]float64{"create": 1, "read": 0, "list": 0, "delete": 0, "ping": 0}
+	want := map[string]float64{"create": 1, "read": 0, "list": 0, "delete": 0, "ping": 0, "probe_write": 0}
 	if diff := cmp.Diff(want, durationCounts(gathered(t, reg))); diff != "" {
 		t.Errorf("operations timed (-want +got):\n%s", diff)
 	}

@@ -193,6 +193,19 @@ var migrations = []migration{
 		)`,
 			`CREATE INDEX webhook_deliveries_seq ON webhook_deliveries (seq)`},
 	},
+	{ // 5: the one row Store.ProbeWrite rewrites to check that a commit
+		// reaches the disk.
+		sqlite: []string{`CREATE TABLE write_probe (
+			id  INTEGER PRIMARY KEY,
+			n   INTEGER NOT NULL,
+			pad BLOB NOT NULL
+		) STRICT`},
+		postgres: []string{`CREATE TABLE write_probe (
+			id  INTEGER PRIMARY KEY,
+			n   BIGINT NOT NULL,
+			pad BYTEA NOT NULL
+		)`},
+	},
 }
 
 // migrateLockKey is the PostgreSQL advisory lock that serialises

@@ -1,6 +1,6 @@
 // Package sqlstore keeps plants in SQLite or PostgreSQL through
-// [database/sql]. It implements [plantstore.Storage], [plantstore.Pinger] and
-// [plantstore.Outbox].
+// [database/sql]. It implements [plantstore.Storage], [plantstore.Pinger],
+// [plantstore.WriteProber] and [plantstore.Outbox].
 //
 // The caller opens the *sql.DB with a driver of its choice and keeps
 // ownership of it; this package imports no driver:
@@ -162,9 +162,10 @@ type Store struct {
 }
 
 var (
-	_ plantstore.Storage = (*Store)(nil)
-	_ plantstore.Pinger  = (*Store)(nil)
-	_ plantstore.Outbox  = (*Store)(nil)
+	_ plantstore.Storage     = (*Store)(nil)
+	_ plantstore.Pinger      = (*Store)(nil)
+	_ plantstore.WriteProber = (*Store)(nil)
+	_ plantstore.Outbox      = (*Store)(nil)
 )
 
 // Open returns a Store keeping plants in db, which speaks dialect. It checks

@@ -64,8 +64,10 @@ type options struct {
 	webhooks      listFlag
 	webhookSecret string
 	// dbTimeout bounds how long a request waits for the database.
-	dbTimeout   time.Duration
-	corsOrigins listFlag
+	dbTimeout time.Duration
+	// readyTimeout bounds how long GET /readyz waits for its check.
+	readyTimeout time.Duration
+	corsOrigins  listFlag
 	// metricsAddr, when set, moves /metrics off the main listener.
 	metricsAddr string
 	version     bool
@@ -116,6 +118,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", httpapi.DefaultReadyTimeout, "how long GET /readyz waits for its check of the storage before it answers error 503")
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -161,7 +164,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
-	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"webhook-lease", o.webhookLease}} {
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
 		if t.d <= 0 {
 			return o, fmt.Errorf("%s must be positive", o.name(t.flag))
 		}
@@ -214,6 +217,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	logs := newLogWriter(stderr)
 	logger := newLogger(o, logs)
+	logs.onDrop(func(n int64) {
+		logger.Warn("log lines dropped: the log output did not take them in time", "dropped", n)
+	})
 	// Whatever way run returns, what it logged reaches stderr, and so does
 	// the error that ends it, as a log line a log collector can parse.
 	defer func() {
@@ -234,6 +240,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	reg := newRegistry()
+	reg.MustRegister(logs.droppedCounter())
 	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
 	if len(o.webhooks) > 0 {
 		sopts = append(sopts, sqlstore.WithOutbox())
@@ -269,6 +276,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithMetrics(reg),
 		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
+		httpapi.WithReadyTimeout(o.readyTimeout),
 	}
 	if logger.Enabled(ctx, slog.LevelInfo) {
 		hopts = append(hopts, httpapi.WithAccessLog(logger))

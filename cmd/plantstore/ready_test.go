@@ -1,0 +1,396 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/faultproxy"
+)
+
+// readyzCode sends GET /readyz with a client that gives up after limit,
+// and returns the Error code of the answer, 0 for a 200, or the client's
+// error when no answer came in time.
+func readyzCode(base string, limit time.Duration) (int, error) {
+	c := &http.Client{Timeout: limit}
+	resp, err := c.Get(base + "/readyz")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode == 200 {
+		return 0, nil
+	}
+	return errorCode(body), nil
+}
+
+// pollUntil calls cond until it holds, or fails the test after 60 s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted
+// when the test ends, or skips the test when this process may not mount.
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("SKIPPING: needs a small filesystem to fill, and mount -t tmpfs failed (it needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestDiskFullReadiness runs the binary on a SQLite file on a 2 MiB
+// filesystem and fills it with creates: once creates answer error 503,
+// GET /readyz does too, though the file can still be read; freeing space
+// makes GET /readyz answer 200 again with no client write, and creates
+// succeed. Every acknowledged create is stored.
+func TestDiskFullReadiness(t *testing.T) {
+	dir := mountTmpfs(t, 2<<20)
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, "-db", filepath.Join(dir, "plants.db"), "-log-level", "warn")
+	t.Cleanup(client.CloseIdleConnections)
+	bound := 3 * time.Second // three times the default -ready-timeout
+
+	if code, err := readyzCode(p.url, bound); err != nil || code != 0 {
+		t.Fatalf("GET /readyz on an empty disk = error %d, %v, want 200", code, err)
+	}
+	acked := map[int64]string{}
+	inDoubt := map[int64]string{}
+	id := int64(0)
+	// Large names fill the disk fast; smaller ones then use up what is
+	// left, so that even the probe's small write finds no room.
+	for _, size := range []int{32 << 10, 4 << 10, 256} {
+		for {
+			id++
+			name := fmt.Sprintf("%d-%s", id, strings.Repeat("x", size))
+			status, code, err := create(p.url, id, name)
+			if err != nil {
+				t.Fatalf("create %d: %v", id, err)
+			}
+			if status == 200 {
+				acked[id] = name
+				continue
+			}
+			if code == 504 {
+				inDoubt[id] = name
+				continue
+			}
+			if code != 503 {
+				t.Fatalf("create %d of %d bytes = %d with error %d, want 200 or error 503", id, size, status, code)
+			}
+			break
+		}
+	}
+	t.Logf("disk full after %d acknowledged creates (%d of unknown outcome)", len(acked), len(inDoubt))
+	if len(acked) == 0 {
+		t.Fatal("no create succeeded before the disk filled")
+	}
+	pollUntil(t, "GET /readyz to answer 503 on a full disk", func() bool {
+		code, err := readyzCode(p.url, bound)
+		if err != nil {
+			t.Fatalf("GET /readyz on a full disk: %v", err)
+		}
+		return code == 503
+	})
+	if status, body := get(t, p.url, "/healthz"); status != 200 {
+		t.Errorf("GET /healthz on a full disk = %d %s, want 200", status, body)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "GET /readyz to answer 200 once space is free", func() bool {
+		code, err := readyzCode(p.url, bound)
+		if err != nil {
+			t.Fatalf("GET /readyz after freeing space: %v", err)
+		}
+		return code == 0
+	})
+	id++
+	name := fmt.Sprintf("%d-after", id)
+	if status, code, err := create(p.url, id, name); err != nil || status != 200 {
+		t.Fatalf("create after freeing space = %d with error %d, %v, want 200", status, code, err)
+	}
+	acked[id] = name
+
+	stored := listAll(t, p.url)
+	for id, name := range acked {
+		if stored[id] != name {
+			t.Errorf("plant %d was acknowledged but is not stored as sent", id)
+		}
+	}
+	for id := range stored {
+		if _, ok := acked[id]; !ok {
+			if _, ok := inDoubt[id]; !ok {
+				t.Errorf("plant %d is stored but its create was refused", id)
+			}
+		}
+	}
+}
+
+// proxiedPostgres returns a DSN for a fresh schema on the test PostgreSQL
+// server reached through a fault proxy.
+func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
+	t.Helper()
+	dsn, err := url.Parse(postgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := dsn.Host
+	if dsn.Port() == "" {
+		target = net.JoinHostPort(dsn.Hostname(), "5432")
+	}
+	proxy := faultproxy.New(t, target)
+	dsn.Host = proxy.Addr()
+	q := dsn.Query()
+	q.Set("connect_timeout", "2")
+	dsn.RawQuery = q.Encode()
+	return dsn.String(), proxy
+}
+
+// TestReadyzOnStalledDatabase stalls every byte between the binary and
+// PostgreSQL: GET /readyz still answers, 503, within a client timeout of
+// three times -ready-timeout (the database timeout being far longer), and
+// 200 once the network resumes.
+func TestReadyzOnStalledDatabase(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	const readyTimeout = 500 * time.Millisecond
+	p := startProcess(t, "-db", dsn, "-log-level", "error", "-ready-timeout", readyTimeout.String(), "-db-timeout", "30s")
+	bound := 3 * readyTimeout
+	if code, err := readyzCode(p.url, bound); err != nil || code != 0 {
+		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
+	}
+	proxy.Stall()
+	pollUntil(t, "GET /readyz to answer 503 with the database stalled", func() bool {
+		code, err := readyzCode(p.url, bound)
+		if err != nil {
+			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
+		}
+		return code == 503
+	})
+	for range 5 {
+		if code, err := readyzCode(p.url, bound); err != nil || code != 503 {
+			t.Errorf("GET /readyz with the database stalled = error %d, %v, want error 503", code, err)
+		}
+	}
+	if status, body := get(t, p.url, "/healthz"); status != 200 {
+		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
+	}
+	proxy.Resume()
+	pollUntil(t, "GET /readyz to answer 200 after the stall", func() bool {
+		code, err := readyzCode(p.url, bound)
+		return err == nil && code == 0
+	})
+}
+
+// TestOutageLogIsBounded cuts the binary off PostgreSQL under a burst of
+// creates: each is answered error 503, but the log gets a line for the
+// first failure of each kind and then a summary per kind every few
+// seconds, not a line per request.
+func TestOutageLogIsBounded(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	p := startProcess(t, "-db", dsn, "-log-level", "warn")
+	t.Cleanup(client.CloseIdleConnections)
+	if status, code, err := create(p.url, 1, "before"); err != nil || status != 200 {
+		t.Fatalf("create before the outage = %d with error %d, %v", status, code, err)
+	}
+	proxy.Cut()
+	start := time.Now()
+	const workers, perWorker = 8, 100
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				id := int64(1000 + w*perWorker + i)
+				status, code, err := create(p.url, id, "during")
+				switch {
+				case err != nil:
+					t.Errorf("create %d: %v", id, err)
+					return
+				case code == 503 || code == 504:
+					failed.Add(1)
+				default:
+					t.Errorf("create %d during the outage = %d with error %d, want error 503", id, status, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	pollUntil(t, "the first failure to be logged", func() bool {
+		return strings.Contains(p.stderr.String(), "storage unavailable")
+	})
+	var lines int
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "level=WARN") || strings.Contains(sc.Text(), "level=ERROR") {
+			lines++
+		}
+	}
+	// At most a first line and a summary per interval of 5 s, for each
+	// kind: storage unavailable, outcome unknown, and two to spare.
+	summaries := int(elapsed/(5*time.Second)) + 2
+	if limit := 4 * summaries; lines > limit {
+		t.Errorf("%d failed creates over %v logged %d lines, want at most %d:\n%s", failed.Load(), elapsed, lines, limit, p.stderr)
+	}
+	t.Logf("%d creates failed over %v; %d warning lines logged", failed.Load(), elapsed.Round(time.Millisecond), lines)
+	proxy.Restore()
+}
+
+// TestStalledStderrDoesNotStallServing runs the binary with its stderr a
+// pipe nobody reads. Requests keep being answered while the access lines
+// pile up; the lines that do not fit are dropped and counted, and once the
+// pipe is read again a line says how many were lost.
+func TestStalledStderrDoesNotStallServing(t *testing.T) {
+	bin := binary(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info")
+	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
+	cmd.Stderr = w
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		r.Close()
+	})
+	sc := bufio.NewScanner(stdout)
+	var base string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			base = u
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("plantstore did not print where it listens")
+	}
+	go io.Copy(io.Discard, stdout)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	t.Cleanup(c.CloseIdleConnections)
+
+	// send makes one request and reports whether it was answered 200,
+	// failing the test when not.
+	send := func(i int64) bool {
+		var req *http.Request
+		if i%2 == 0 {
+			req, _ = http.NewRequest("GET", base+"/healthz", nil)
+		} else {
+			req, _ = http.NewRequest("POST", base+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"p"}`, i)))
+			req.Header.Set("Authorization", "Bearer "+procToken)
+			req.Header.Set("Content-Type", "application/json")
+		}
+		// A long request id makes long access lines.
+		req.Header.Set("X-Request-Id", fmt.Sprintf("%0128d", i))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("request %d with stderr stalled: %v", i, err)
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("request %d with stderr stalled = %d, want 200", i, resp.StatusCode)
+			return false
+		}
+		return true
+	}
+	dropped := func() float64 {
+		m := find(t, scrape(t, base+"/metrics"), "plantstore_log_lines_dropped_total", nil)
+		if m == nil {
+			t.FailNow()
+		}
+		return m.GetCounter().GetValue()
+	}
+	var next atomic.Int64
+	for sent := 0; dropped() == 0; sent += 8 * 500 {
+		if sent > 200_000 {
+			t.Fatalf("%d requests sent with stderr stalled, no log line dropped", sent)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 500 {
+					if !send(next.Add(1)) {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	n := dropped()
+	t.Logf("%d requests answered with stderr stalled; %v log lines dropped", next.Load(), n)
+	send(0)
+	send(next.Add(1))
+
+	// Reading the pipe again lets the logs through, with the count.
+	var logs syncedBuffer
+	go io.Copy(&logs, r)
+	pollUntil(t, "a line reporting the dropped log lines", func() bool {
+		return strings.Contains(logs.String(), "log lines dropped")
+	})
+}
+
+// syncedBuffer is a strings.Builder safe for one writer and other readers.
+type syncedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncedBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncedBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,205 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// probedStorage is a memory storage whose writes fail with ErrUnavailable
+// while writesDown is set, as on a full disk: reads and pings still
+// succeed. It counts the checks GET /readyz makes.
+type probedStorage struct {
+	*plantstore.MemoryStorage
+	writesDown atomic.Bool
+	pings      atomic.Int64
+	probes     atomic.Int64
+	// stall, when not nil, holds every Ping and ProbeWrite until it is
+	// closed, whatever their contexts say, like a database behind a
+	// network that stopped forwarding bytes.
+	stall chan struct{}
+}
+
+var errDiskFull = fmt.Errorf("disk full: %w", plantstore.ErrUnavailable)
+
+func (s *probedStorage) Create(ctx context.Context, p plantstore.Plant) error {
+	if s.writesDown.Load() {
+		return errDiskFull
+	}
+	return s.MemoryStorage.Create(ctx, p)
+}
+
+func (s *probedStorage) Ping(ctx context.Context) error {
+	s.pings.Add(1)
+	if s.stall != nil {
+		<-s.stall
+	}
+	return nil
+}
+
+func (s *probedStorage) ProbeWrite(ctx context.Context) error {
+	s.probes.Add(1)
+	if s.stall != nil {
+		<-s.stall
+	}
+	if s.writesDown.Load() {
+		return errDiskFull
+	}
+	return nil
+}
+
+var noToken = map[string]string{"Authorization": ""}
+
+// TestReadyzFloodChecksOnce shows that however many GET /readyz arrive,
+// sequential or concurrent, the storage sees one check per interval.
+func TestReadyzFloodChecksOnce(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
+	const n = 200
+	for range n {
+		if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+			t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
+		}
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", e.url+"/readyz", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("concurrent GET /readyz = %d, want 200", resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if got := s.pings.Load() + s.probes.Load(); got != 1 {
+		t.Errorf("%d GET /readyz checked the storage %d times, want once", 2*n, got)
+	}
+}
+
+// TestReadyzFollowsWrites shows GET /readyz turning 503 once creates fail
+// for want of the storage, though the storage still answers pings, and
+// 200 again as soon as a write probe succeeds, with no client write.
+func TestReadyzFollowsWrites(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	e := newEnv(t, s, httpapi.WithReadyInterval(time.Nanosecond))
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
+	}
+	s.writesDown.Store(true)
+	// Until a write fails, nothing tells a ping from a write.
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz before any write failed = %d %s, want 200", r.status, r.body)
+	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
+	if w := e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503); !strings.Contains(w.Message, "cannot take writes") {
+		t.Errorf("GET /readyz message = %q, want one saying the storage cannot take writes", w.Message)
+	}
+	if s.probes.Load() == 0 {
+		t.Errorf("GET /readyz after a failed write made no write probe")
+	}
+	e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+
+	s.writesDown.Store(false)
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz once writes work = %d %s, want 200", r.status, r.body)
+	}
+	probes := s.probes.Load()
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz = %d %s, want 200", r.status, r.body)
+	}
+	if got := s.probes.Load(); got != probes {
+		t.Errorf("GET /readyz probed a write after a probe succeeded (%d probes, then %d)", probes, got)
+	}
+
+	// A create that succeeds clears a failure too.
+	s.writesDown.Store(true)
+	e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`).wantError(t, 400, 503)
+	s.writesDown.Store(false)
+	if r := e.do("POST", "/plants", nil, `{"id":3,"name":"Ivy"}`); r.status != 200 {
+		t.Fatalf("create = %d %s, want 200", r.status, r.body)
+	}
+	probes = s.probes.Load()
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz after a create succeeded = %d %s, want 200", r.status, r.body)
+	}
+	if got := s.probes.Load(); got != probes {
+		t.Errorf("GET /readyz probed a write after a create succeeded")
+	}
+}
+
+// TestReadyzStalledStorage shows GET /readyz answering 503 within its
+// timeout when the storage does not answer at all, not even to its
+// context, and then one check at a time being outstanding.
+func TestReadyzStalledStorage(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage(), stall: make(chan struct{})}
+	e := newEnv(t, s, httpapi.WithReadyTimeout(50*time.Millisecond))
+	t.Cleanup(func() { close(s.stall) })
+	for range 5 {
+		w := e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+		if !strings.Contains(w.Message, "in time") {
+			t.Errorf("GET /readyz message = %q, want one saying the storage did not answer in time", w.Message)
+		}
+	}
+	if got := s.pings.Load(); got != 1 {
+		t.Errorf("storage checked %d times while the first check hung, want 1", got)
+	}
+	if r := e.do("GET", "/healthz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /healthz with the storage stalled = %d, want 200", r.status)
+	}
+}
+
+// TestStorageFailuresAreSummarised shows a burst of creates failing for
+// one reason logging a line or two, not one per request.
+func TestStorageFailuresAreSummarised(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	s.writesDown.Store(true)
+	e := newEnv(t, s)
+	const n = 100
+	for i := range n {
+		e.do("POST", "/plants", nil, fmt.Sprintf(`{"id":%d,"name":"Fern"}`, i)).wantError(t, 400, 503)
+	}
+	lines := strings.Count(e.logs.String(), "httpapi: storage unavailable")
+	// The first is logged at once, and a summary every 5 s: a slow
+	// machine may take that long for the burst.
+	if lines == 0 || lines > 3 {
+		t.Errorf("%d failed creates logged %d lines, want 1 (or a summary or two more):\n%s", n, lines, e.logs.String())
+	}
+}
+
+// TestReadyzCacheFollowsWriteOutcomes shows that a cached check does not
+// outlive a write's outcome: a failed create makes the next GET /readyz
+// check again, and so does a create that succeeds after it.
+func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
+	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
+	}
+	s.writesDown.Store(true)
+	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
+	e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+	s.writesDown.Store(false)
+	if r := e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`); r.status != 200 {
+		t.Fatalf("create = %d %s, want 200", r.status, r.body)
+	}
+	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
+		t.Errorf("GET /readyz after a create succeeded = %d %s, want 200", r.status, r.body)
+	}
+	if got := s.pings.Load() + s.probes.Load(); got != 3 {
+		t.Errorf("storage checked %d times, want 3: once per change of the writes' outcome", got)
+	}
+}

@@ -1,0 +1,120 @@
+package plantstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/plantstore/plantstore"
+)
+
+// writeFailing is a memory storage whose writes fail with err while err
+// is set, and whose reads and pings still succeed.
+type writeFailing struct {
+	*plantstore.MemoryStorage
+	err error
+}
+
+func (s *writeFailing) Create(ctx context.Context, p plantstore.Plant) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.MemoryStorage.Create(ctx, p)
+}
+
+func (s *writeFailing) Delete(ctx context.Context, id int64) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.MemoryStorage.Delete(ctx, id)
+}
+
+// probing is a writeFailing storage that can probe its writes.
+type probing struct{ *writeFailing }
+
+func (s probing) ProbeWrite(ctx context.Context) error { return s.err }
+
+func TestReady(t *testing.T) {
+	ctx := context.Background()
+	full := fmt.Errorf("disk full: %w", plantstore.ErrUnavailable)
+	unknown := fmt.Errorf("commit lost: %w", plantstore.ErrOutcomeUnknown)
+	for _, tc := range []struct {
+		name string
+		// fail is what the storage's writes return; the store then tries
+		// one create, with id 1 taken beforehand when taken is set.
+		fail        error
+		taken       bool
+		prober      bool
+		wantFailing bool
+		wantReady   error
+		reason      string
+	}{
+		{name: "write ok", prober: true},
+		{name: "conflict", taken: true, prober: true,
+			reason: "a taken id is an answer, not a failure"},
+		{name: "unavailable", fail: full, prober: true, wantFailing: true, wantReady: plantstore.ErrUnavailable},
+		{name: "outcome unknown", fail: unknown, prober: true, wantFailing: true, wantReady: plantstore.ErrOutcomeUnknown},
+		{name: "unavailable without a prober", fail: full, wantFailing: true,
+			reason: "without a write probe, Ready can only ping, which succeeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf := &writeFailing{MemoryStorage: plantstore.NewMemoryStorage()}
+			var s plantstore.Storage = wf
+			if tc.prober {
+				s = probing{wf}
+			}
+			ps := plantstore.New(s)
+			if tc.taken {
+				if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wf.err = tc.fail
+			ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"})
+			if got := ps.WritesFailing(); got != tc.wantFailing {
+				t.Errorf("WritesFailing() = %v, want %v (%s)", got, tc.wantFailing, tc.reason)
+			}
+			if err := ps.Ready(ctx); !errors.Is(err, tc.wantReady) || (tc.wantReady == nil && err != nil) {
+				t.Errorf("Ready() = %v, want %v (%s)", err, tc.wantReady, tc.reason)
+			}
+			// Once writes work again, the probe says so without a write.
+			wf.err = nil
+			if err := ps.Ready(ctx); err != nil {
+				t.Errorf("Ready() once writes work = %v, want nil", err)
+			}
+			if ps.WritesFailing() && tc.prober {
+				t.Errorf("WritesFailing() after a successful probe = true, want false")
+			}
+		})
+	}
+}
+
+func TestReadyAfterDelete(t *testing.T) {
+	ctx := context.Background()
+	wf := &writeFailing{MemoryStorage: plantstore.NewMemoryStorage()}
+	ps := plantstore.New(probing{wf})
+	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"}); err != nil {
+		t.Fatal(err)
+	}
+	wf.err = fmt.Errorf("read-only: %w", plantstore.ErrUnavailable)
+	if err := ps.Delete(ctx, 1); !errors.Is(err, plantstore.ErrUnavailable) {
+		t.Fatalf("Delete = %v, want ErrUnavailable", err)
+	}
+	if !ps.WritesFailing() {
+		t.Errorf("WritesFailing() after a failed delete = false, want true")
+	}
+	wf.err = nil
+	if err := ps.Delete(ctx, 2); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Fatalf("Delete of a missing plant = %v, want ErrNotFound", err)
+	}
+	if !ps.WritesFailing() {
+		t.Errorf("WritesFailing() after a delete of a missing plant = false, want true: it wrote nothing")
+	}
+	if err := ps.Delete(ctx, 1); err != nil {
+		t.Fatalf("Delete = %v", err)
+	}
+	if ps.WritesFailing() {
+		t.Errorf("WritesFailing() after a delete succeeded = true, want false")
+	}
+}

@@ -1,0 +1,58 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/plantstore/plantstore"
+)
+
+func TestProbeWrite(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect)
+			ctx := context.Background()
+			for i := range 3 {
+				if err := s.ProbeWrite(ctx); err != nil {
+					t.Fatalf("ProbeWrite %d = %v, want nil", i, err)
+				}
+			}
+			// Each probe is a committed write, not one the database may
+			// skip as a no-op.
+			var n int
+			if err := db.QueryRow(`SELECT n FROM write_probe WHERE id = 1`).Scan(&n); err != nil || n != 3 {
+				t.Errorf("write_probe.n after 3 probes = %d (%v), want 3", n, err)
+			}
+			canceled, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := s.ProbeWrite(canceled); !errors.Is(err, context.Canceled) {
+				t.Errorf("ProbeWrite with a canceled context = %v, want context.Canceled", err)
+			}
+			db.Close()
+			if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("ProbeWrite on a closed database = %v, want ErrUnavailable", err)
+			}
+		})
+	}
+}
+
+// TestProbeWriteOnReadOnlyPostgres shows that a session that may not write
+// fails the probe with ErrUnavailable, though the database answers reads.
+func TestProbeWriteOnReadOnlyPostgres(t *testing.T) {
+	db, _ := postgresBackend.newDB(t)
+	s := openStore(t, db, Postgres)
+	ctx := context.Background()
+	// One connection, so that the session setting holds for every call.
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping = %v, want nil", err)
+	}
+	if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("ProbeWrite in a read-only session = %v, want ErrUnavailable", err)
+	}
+}
