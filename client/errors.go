@@ -21,7 +21,11 @@ import (
 //   - error 404 for one plant's path: [plantstore.ErrNotFound]
 //   - error 400 "invalid <field>: <reason>" for the field id, name, tag or
 //     limit: a [*plantstore.ValidationError]
-//   - error 503: [plantstore.ErrUnavailable]; nothing of the request was kept
+//   - error 503 in the server's Error body: [plantstore.ErrUnavailable];
+//     nothing of the request was kept. A 503 without one (a proxy's page)
+//     to a create or delete: [plantstore.ErrOutcomeUnknown], since a proxy
+//     may answer it after forwarding the request; to a read:
+//     [plantstore.ErrUnavailable]
 //   - error 504, or a gateway's 502, to a create or delete:
 //     [plantstore.ErrOutcomeUnknown]; to a read: [plantstore.ErrUnavailable]
 //
@@ -83,7 +87,12 @@ func responseError(cl *call, status int, header http.Header, body []byte) *Error
 	case http.StatusConflict:
 		e.err = plantstore.ErrConflict
 	case http.StatusServiceUnavailable:
+		// The server's own 503 promises that nothing was kept; a proxy's,
+		// without an Error body, may come after it forwarded the request.
 		e.err = plantstore.ErrUnavailable
+		if !fromServer && cl.write {
+			e.err = plantstore.ErrOutcomeUnknown
+		}
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		e.err = plantstore.ErrUnavailable
 		if cl.write {
@@ -95,13 +104,12 @@ func responseError(cl *call, status int, header http.Header, body []byte) *Error
 
 // failure tells what e means for repeating cl.
 func (e *Error) failure(cl *call) failure {
-	switch e.Code {
-	case http.StatusServiceUnavailable:
+	switch {
+	case e.err == plantstore.ErrOutcomeUnknown:
+		return unknownOutcome
+	case e.Code == http.StatusServiceUnavailable:
 		return notKept
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		if cl.write {
-			return unknownOutcome
-		}
+	case e.Code == http.StatusBadGateway, e.Code == http.StatusGatewayTimeout:
 		return readFailed
 	}
 	return final

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/plantstore/plantstore"
 )
@@ -50,7 +51,12 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 	if cl.body != nil {
 		body = bytes.NewReader(cl.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, cl.url, body)
+	// sent turns true once the request's headers are written: until then,
+	// whatever failed (a dial, a TLS handshake, a proxy's CONNECT), not a
+	// byte of the request reached the server.
+	var sent atomic.Bool
+	trace := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }})
+	req, err := http.NewRequestWithContext(trace, cl.method, cl.url, body)
 	if err != nil {
 		return nil, final, fmt.Errorf("client: %w", err)
 	}
@@ -63,7 +69,7 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		f, err := c.transportFailure(ctx, cl, err)
+		f, err := c.transportFailure(ctx, cl, sent.Load(), err)
 		return nil, f, err
 	}
 	defer res.Body.Close()
@@ -88,23 +94,19 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 }
 
 // transportFailure classifies an error of http.Client.Do, where no
-// response arrived.
-func (c *Client) transportFailure(ctx context.Context, cl *call, err error) (failure, error) {
-	// A failed dial made no connection, so not a byte of the request
-	// reached the server.
-	op, ok := errors.AsType[*net.OpError](err)
-	dial := ok && op.Op == "dial"
+// response arrived; sent tells whether the request's headers were written.
+func (c *Client) transportFailure(ctx context.Context, cl *call, sent bool, err error) (failure, error) {
 	if cerr := ctx.Err(); cerr != nil {
 		if !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		if dial || !cl.write {
+		if !sent || !cl.write {
 			return final, fmt.Errorf("client: %w", err)
 		}
 		return unknownOutcome, &transportError{sentinel: plantstore.ErrOutcomeUnknown, err: err}
 	}
 	switch {
-	case dial:
+	case !sent:
 		return notKept, &transportError{sentinel: plantstore.ErrUnavailable, err: err}
 	case !cl.write:
 		return readFailed, fmt.Errorf("client: %w", err)
