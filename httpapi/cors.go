@@ -46,7 +46,7 @@ const corsMaxAge = 3600
 // CORS header values shared by every response that sends them.
 var (
 	anyOrigin        = []string{"*"}
-	originVary       = "Origin"
+	originVary       = []string{"Origin"}
 	corsAllowHeaders = []string{"Authorization, Content-Type, X-Request-Id"}
 	corsExpose       = []string{"Link, X-Request-Id, WWW-Authenticate"}
 	corsMaxAgeValue  = []string{strconv.Itoa(corsMaxAge)}
@@ -83,7 +83,11 @@ func (c *corsPolicy) handler(next http.Handler) http.Handler {
 		if !c.any {
 			// The answer depends on the Origin header: a cache must not
 			// hand one origin's answer to another.
-			hdr.Add("Vary", originVary)
+			if v, ok := hdr["Vary"]; ok {
+				hdr["Vary"] = append(v, originVary[0])
+			} else {
+				hdr["Vary"] = originVary
+			}
 		}
 		if allow := c.allowOrigin(r); allow != nil {
 			hdr["Access-Control-Allow-Origin"] = allow

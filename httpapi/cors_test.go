@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,5 +132,17 @@ func TestCORS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCORSOnHeadersTooLarge checks that the handler's own 431 answer
+// carries the CORS headers, so that a browser script can read the Error.
+func TestCORSOnHeadersTooLarge(t *testing.T) {
+	const app = "https://app.example"
+	e := newEnv(t, nil, httpapi.WithCORS(app), httpapi.WithMaxHeaderBytes(4096))
+	r := e.do("GET", "/plants", map[string]string{"Origin": app, "X-Big": strings.Repeat("a", 5000)}, "")
+	r.wantError(t, 400, 431)
+	if got := r.header.Get("Access-Control-Allow-Origin"); got != app {
+		t.Errorf("Access-Control-Allow-Origin of the 431 = %q, want %q", got, app)
 	}
 }

@@ -117,6 +117,12 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg message, 
 		h.storageLog.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: outcome unknown",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 		ae = errOutcome
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away: nothing is wrong with the storage, and
+		// nobody reads the answer.
+		h.logger.LogAttrs(r.Context(), slog.LevelDebug, "httpapi: request canceled",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+		ae = errUnavailable
 	case errors.Is(err, plantstore.ErrUnavailable),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):

@@ -53,7 +53,8 @@ import (
 type handler struct {
 	config
 	ps *plantstore.PlantStore
-	// routes is the router, behind the CORS policy when there is one.
+	// routes is the router, behind the header limit and the CORS policy
+	// when there are any.
 	routes http.Handler
 	// tooLarge is the error for a body over maxBody, made once.
 	tooLarge *apiError
@@ -75,7 +76,7 @@ type handler struct {
 // [InsecureWithoutAuthentication] is given, it rejects every request that
 // needs a token.
 func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
-	h := &handler{ps: ps, config: config{maxBody: DefaultMaxBodyBytes,
+	h := &handler{ps: ps, config: config{maxBody: DefaultMaxBodyBytes, maxPage: DefaultMaxPageBytes,
 		readyTimeout: DefaultReadyTimeout, readyInterval: DefaultReadyInterval}}
 	for _, o := range opts {
 		o(&h.config)
@@ -115,8 +116,17 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	get(r, "/healthz", h.healthz)
 	get(r, "/readyz", h.readyz)
 	h.routes = r
+	if h.maxHeader > 0 {
+		h.routes = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if headerBytes(req) > h.maxHeader {
+				h.writeError(w, req, h.headerTooLarge)
+				return
+			}
+			r.ServeHTTP(w, req)
+		})
+	}
 	if h.cors != nil {
-		h.routes = h.cors.handler(r)
+		h.routes = h.cors.handler(h.routes)
 	}
 	if h.registerer != nil {
 		h.metrics = newHTTPMetrics(h.registerer)
@@ -133,16 +143,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.accessLog != nil || h.metrics != nil {
 		h.serveLogged(w, r)
-		return
-	}
-	h.route(w, r)
-}
-
-// route refuses r when its headers are over the limit, and otherwise
-// hands it to the router.
-func (h *handler) route(w http.ResponseWriter, r *http.Request) {
-	if h.maxHeader > 0 && headerBytes(r) > h.maxHeader {
-		h.writeError(w, r, h.headerTooLarge)
 		return
 	}
 	h.routes.ServeHTTP(w, r)
@@ -235,9 +235,6 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		return
 	}
 	budget := h.maxPage
-	if budget <= 0 {
-		budget = DefaultMaxPageBytes
-	}
 	b := make([]byte, 1, min(64*opts.Limit+2, budget+2))
 	b[0] = '['
 	n, more := 0, true
@@ -508,7 +505,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
-	h.route(rec, r)
+	h.routes.ServeHTTP(rec, r)
 }
 
 // logAccess writes the access line of a request that started at start,

@@ -98,7 +98,7 @@ func methodOf(m string) int {
 
 // codeLabels are the Error codes the handler answers with, and "" for a
 // success, at index 0.
-var codeLabels = [...]string{"", "400", "401", "404", "405", "409", "413", "415", "500", "503", "504"}
+var codeLabels = [...]string{"", "400", "401", "404", "405", "409", "413", "415", "500", "503", "504", "403", "431"}
 
 const numCodes = len(codeLabels)
 
@@ -128,6 +128,10 @@ func codeOf(code int) int {
 		return 9
 	case http.StatusGatewayTimeout:
 		return 10
+	case http.StatusForbidden:
+		return 11
+	case http.StatusRequestHeaderFieldsTooLarge:
+		return 12
 	}
 	return -1
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -16,6 +15,10 @@ import (
 // until they commit, so that events commit in seq order and a reader that
 // has seen seq n never later finds an event below n appear.
 const outboxLockKey = 0x706c616e74730002 // "plants" 2
+
+// errNoTimeLeft answers a Create that waited for its turn to commit until
+// too little of its timeout was left for a commit.
+var errNoTimeLeft = fmt.Errorf("sqlstore: create plant: too little time left to commit: %w", plantstore.ErrUnavailable)
 
 // A createReq is one Create waiting for the committer.
 type createReq struct {
@@ -102,12 +105,28 @@ func (s *Store) commitLoop() {
 }
 
 func (s *Store) commitBatch(batch []*createReq) {
-	deadline := batch[0].deadline
-	for _, r := range batch[1:] {
-		if r.deadline.Before(deadline) {
+	// A Create that has spent most of its time waiting for its turn would
+	// cut the batch short for every other: it is answered now, having
+	// stored nothing, and the batch ends by the earliest deadline of the
+	// rest.
+	now := time.Now()
+	late := now.Add(s.cfg.timeout / 4)
+	kept := batch[:0]
+	var deadline time.Time
+	for _, r := range batch {
+		if r.deadline.Before(late) {
+			r.done <- errNoTimeLeft
+			continue
+		}
+		if len(kept) == 0 || r.deadline.Before(deadline) {
 			deadline = r.deadline
 		}
+		kept = append(kept, r)
 	}
+	if len(kept) == 0 {
+		return
+	}
+	batch = kept
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var errs []error
@@ -155,9 +174,7 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 
 	inserted, err := s.insertTx(ctx, reqs, order)
 	if err != nil {
-		if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
-			err = failure(callerCtx, "create plant", err)
-		}
+		err = failure(callerCtx, "create plant", err)
 		for i := range errs {
 			errs[i] = err
 		}
@@ -173,7 +190,7 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 
 // insertTx inserts the plants reqs[order[0]], reqs[order[1]], ..., whose
 // ids are distinct, and returns the ids it inserted. A failure of the
-// commit itself is already judged by commitFailure.
+// commit itself is judged by commitError.
 func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (map[int64]bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -227,7 +244,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, commitFailure(ctx, "create plant", err)
+		return nil, commitError(err)
 	}
 	return inserted, nil
 }

@@ -37,10 +37,14 @@ var (
 )
 
 // failure wraps err, the failure of op, with what it means for the caller:
-// the context's error when ctx has ended, [plantstore.ErrUnavailable] when
+// [plantstore.ErrOutcomeUnknown] when [commitError] found the outcome
+// unknown, else the context's error when ctx has ended, [plantstore.ErrUnavailable] when
 // the database could not be reached or failed before answering, or else
 // err alone.
 func failure(ctx context.Context, op string, err error) error {
+	if errors.Is(err, plantstore.ErrOutcomeUnknown) {
+		return fmt.Errorf("sqlstore: %s: %w", op, err)
+	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("sqlstore: %s: %w", op, ctxErr)
 	}
@@ -56,19 +60,17 @@ func failure(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqlstore: %s: %w: %w", op, err, plantstore.ErrUnavailable)
 }
 
-// commitFailure wraps err, the failure of the Commit of op, with what it
-// means for the caller. A Commit the database answered with an error of
-// its own (a serialization failure, a full disk) was rolled back, and so
-// was one that database/sql gave up on before sending it; those are judged
-// as any other failure. Any other failure, a connection lost or a deadline
-// passed while the COMMIT was in flight, leaves the outcome unknown: the
-// error wraps [plantstore.ErrOutcomeUnknown], never ErrUnavailable, whose
-// promise that nothing was kept cannot be given, nor the context's error.
-func commitFailure(ctx context.Context, op string, err error) error {
+// commitError returns what err, the failure of a Commit, means: err itself
+// when the transaction certainly did not commit, and otherwise (a
+// connection lost or a deadline passed while the COMMIT was in flight) an
+// error wrapping [plantstore.ErrOutcomeUnknown], which [failure] passes on
+// as it is: never ErrUnavailable, whose promise that nothing was kept
+// cannot be given, nor the context's error.
+func commitError(err error) error {
 	if rolledBack(err) {
-		return failure(ctx, op, err)
+		return err
 	}
-	return fmt.Errorf("sqlstore: %s: commit: %v: %w", op, err, plantstore.ErrOutcomeUnknown)
+	return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
 }
 
 // rolledBack reports whether err, returned by a Commit, means that the

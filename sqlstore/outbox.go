@@ -46,7 +46,7 @@ func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (in
 		args = append(args, sub)
 	}
 	var n int64
-	err := s.writeTx(ctx, true, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q.fanOut(len(subscribers)), args...)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.
 	)
 	// The events are read in the claiming transaction: a claim whose
 	// caller never learns of it would hold its deliveries for a lease.
-	err = s.writeTx(ctx, false, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q.claim(), until.UnixMicro(), owner, subscriber, now, limit)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *Store) Extend(ctx context.Context, subscriber, owner string, seqs []int
 	kept := []int64{}
 	for batch := range slices.Chunk(seqs, batchRows) {
 		args := append([]any{until.UnixMicro(), subscriber, owner}, int64Args(batch)...)
-		err := s.writeTx(ctx, false, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 			rows, err := tx.QueryContext(ctx, s.q.extend(len(batch)), args...)
 			if err != nil {
 				return err
@@ -204,7 +204,7 @@ func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []p
 		for _, r := range batch {
 			args = append(args, r.Seq, r.Attempts, r.Due.UnixMicro())
 		}
-		err := s.writeTx(ctx, false, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, s.q.retry(len(batch)), args...)
 			return err
 		})
@@ -225,7 +225,7 @@ func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err e
 	}
 	for batch := range slices.Chunk(seqs, batchRows) {
 		args := int64Args(batch)
-		err := s.writeTx(ctx, true, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, s.q.endDeliveries(len(batch)), append([]any{subscriber}, args...)...); err != nil {
 				return err
 			}
@@ -241,8 +241,10 @@ func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err e
 
 // Depth implements [plantstore.Outbox.Depth].
 func (s *Store) Depth(ctx context.Context) (int, error) {
+	dctx, cancel := s.bounded(ctx)
+	defer cancel()
 	var n int
-	if err := s.db.QueryRowContext(ctx, s.q.depth).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(dctx, s.q.depth).Scan(&n); err != nil {
 		return 0, failure(ctx, "count events", err)
 	}
 	return n, nil
@@ -250,8 +252,12 @@ func (s *Store) Depth(ctx context.Context) (int, error) {
 
 // writeTx runs fn in a transaction that writes: on SQLite after this
 // Store's turn to write, and, when serial, on PostgreSQL under
-// deliveryLockKey.
-func (s *Store) writeTx(ctx context.Context, serial bool, fn func(*sql.Tx) error) error {
+// deliveryLockKey. The whole of it, fn included, is bounded by the Store's
+// timeout: fn runs its statements with the context it is given. A failed
+// commit is judged by commitError.
+func (s *Store) writeTx(ctx context.Context, serial bool, fn func(context.Context, *sql.Tx) error) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	if err := s.lockWrites(ctx); err != nil {
 		return err
 	}
@@ -266,10 +272,13 @@ func (s *Store) writeTx(ctx context.Context, serial bool, fn func(*sql.Tx) error
 			return err
 		}
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return commitError(err)
+	}
+	return nil
 }
 
 func int64Args(vs []int64) []any {

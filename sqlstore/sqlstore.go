@@ -111,7 +111,9 @@ type config struct {
 // can have been kept, and [plantstore.ErrOutcomeUnknown] when its COMMIT
 // was in flight. Under group commit, a batch ends by the earliest deadline
 // of the Creates in it, so that no caller waits longer than d for a batch
-// stuck on a stalled database. A d of zero or less leaves the default,
+// stuck on a stalled database; a Create with less than a quarter of d
+// left when its batch starts is answered ErrUnavailable at once, storing
+// nothing, rather than cut the batch short for the others. A d of zero or less leaves the default,
 // [DefaultTimeout].
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
@@ -327,7 +329,7 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		return plantstore.ErrNotFound
 	}
 	if err := tx.Commit(); err != nil {
-		return commitFailure(ctx, "delete plant", err)
+		return failure(ctx, "delete plant", commitError(err))
 	}
 	return nil
 }
