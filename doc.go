@@ -12,6 +12,8 @@
 // Errors are typed. A [*ValidationError] (checked with [errors.As]) names the
 // field that was rejected and why; [ErrConflict] and [ErrNotFound] (checked
 // with [errors.Is]) report a taken or missing id; [ErrUnavailable] reports
-// that the storage could not be reached. Any other error is a storage
+// that the storage could not be reached and nothing was kept;
+// [ErrOutcomeUnknown] that a change was being committed when contact was
+// lost, so it may or may not have been kept. Any other error is a storage
 // failure, wrapped with its cause.
 package plantstore

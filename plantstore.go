@@ -84,6 +84,9 @@ type PlantStore struct {
 	// writeFailed reports whether the latest Create or Delete the storage
 	// failed, as opposed to succeeded; see Ready.
 	writeFailed atomic.Bool
+	// writeFailures counts the failed writes, so that a probe that
+	// succeeds while another write fails does not clear writeFailed.
+	writeFailures atomic.Uint64
 }
 
 // An Option configures a PlantStore.

@@ -25,8 +25,10 @@ type WriteProber interface {
 // success makes ps ready again; otherwise, or when the storage cannot
 // probe writes, it pings the storage as [PlantStore.Ping] does.
 //
-// Errors: an error wrapping [ErrUnavailable] when ps cannot serve writes;
-// the context's error when ctx ends first.
+// Errors: the error of the ping or of the write probe (wrapping
+// [ErrUnavailable], or [ErrOutcomeUnknown] when the probe's commit was
+// lost in flight) when ps cannot serve writes; the context's error when
+// ctx ends first.
 func (ps *PlantStore) Ready(ctx context.Context) error {
 	if !ps.writeFailed.Load() {
 		return ps.Ping(ctx)
@@ -35,10 +37,14 @@ func (ps *PlantStore) Ready(ctx context.Context) error {
 	if !ok {
 		return ps.Ping(ctx)
 	}
+	failures := ps.writeFailures.Load()
 	if err := wp.ProbeWrite(ctx); err != nil {
 		return err
 	}
-	ps.writeFailed.Store(false)
+	// A write that failed while the probe ran outranks the probe.
+	if ps.writeFailures.Load() == failures {
+		ps.writeFailed.Store(false)
+	}
 	return nil
 }
 
@@ -57,6 +63,9 @@ func (ps *PlantStore) noteWrite(err error) {
 		// A conflict, a missing plant or a caller giving up says nothing
 		// about whether writes work.
 		return
+	}
+	if failed {
+		ps.writeFailures.Add(1)
 	}
 	if ps.writeFailed.Load() != failed {
 		ps.writeFailed.Store(failed)

@@ -135,9 +135,13 @@ start() {
 	for f in "$FLEET_DIR"/*.pid; do
 		[ -e "$f" ] && alive "$f" && die "already running ($f); run: $0 stop"
 	done
+	# A start that fails half way stops what it started, so that a rerun
+	# does not find it "already running".
+	trap 'stop' EXIT
 	start_postgres
 	start_instances
 	start_haproxy
+	trap - EXIT
 	echo "plantstore fleet: http://$FLEET_LB_ADDR -> $FLEET_PORTS; state in $FLEET_DIR"
 }
 

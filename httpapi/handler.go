@@ -3,7 +3,7 @@
 // GET /plants/{id} reads one, DELETE /plants/{id} removes one, all behind bearer authentication;
 // GET /openapi.json describes it all, and GET /healthz and GET /readyz
 // need no token. HEAD is served wherever
-// GET is, with the same authentication, and OPTIONS on every path answers
+// GET is, with the same authentication, and OPTIONS on every path of the API answers
 // 204 with Allow; [WithCORS] lets browsers' scripts in.
 //
 // Every failure is answered with an Error body, {"error": code, "message":

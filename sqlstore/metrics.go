@@ -21,7 +21,8 @@ import (
 //   - plantstore_storage_group_commit_batch_size, a histogram of the
 //     Creates stored per group-commit transaction.
 //
-// operation is create, read ([Store.Plant]), list, delete, ping, and with
+// operation is create, read ([Store.Plant]), list, delete, ping,
+// probe_write ([Store.ProbeWrite]), and with
 // [WithOutbox] claim_events ([Store.Claim]) and ack_events ([Store.Ack]). A
 // create's time includes its wait for the group commit. kind is
 // unavailable ([plantstore.ErrUnavailable]), outcome_unknown
@@ -83,8 +84,8 @@ func kindOf(err error) int {
 }
 
 // durationBuckets are the operation duration histogram's upper bounds, in
-// seconds: from 50 µs, a read from SQLite's cache, to 30 s, a group
-// commit's timeout.
+// seconds: from 50 µs, a read from SQLite's cache, to 30 s, well past
+// the default timeout of 5 s (see [WithTimeout]).
 var durationBuckets = []float64{
 	0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

@@ -36,7 +36,7 @@
 // file, share the work: a delivery is claimed with a lease
 // ([Store.Claim]), renewed while its owner lives ([Store.Extend]), and
 // claimed by another owner once the lease expires. Each batch of claims,
-// acks or retries is one statement.
+// acks or retries is one transaction.
 //
 // # Errors
 //

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/proctest"
@@ -96,6 +97,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), proctest.Wait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	// The script starts a server in the background: on a timeout, kill the
+	// whole process group, not bash alone, so that none is left running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Dir = "../.."
 	cmd.Env = proctest.Env("PLANTSTORE_ADDR=" + addr)
 	out, err := cmd.Output()

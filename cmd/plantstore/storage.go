@@ -33,7 +33,9 @@ func parseDB(db string) (storageKind, string, error) {
 	case strings.HasSuffix(db, ".db"), strings.HasSuffix(db, ".sqlite"), strings.HasSuffix(db, ".sqlite3"):
 		return sqliteStorage, db, nil
 	}
-	return 0, "", fmt.Errorf("-db %q: %s", db, dbForms)
+	// A mistyped scheme is where a password is most likely given to a
+	// form that is not recognised: it is hidden here too.
+	return 0, "", fmt.Errorf("-db %q: %s", redactDSN(db), dbForms)
 }
 
 // openStorage opens the storage -db names, which parseFlags has checked.
