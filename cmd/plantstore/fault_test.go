@@ -2,14 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/plantstore/plantstore/internal/faultproxy"
 )
 
 // errorOf sends GET path and returns the Error code of the answer, or 0
@@ -38,20 +34,8 @@ const (
 // answered 503 is, and one answered 504 (its COMMIT in flight at the cut)
 // is settled by a retry.
 func TestDatabaseOutage(t *testing.T) {
-	dsn, err := url.Parse(postgresDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := dsn.Host
-	if dsn.Port() == "" {
-		target = net.JoinHostPort(dsn.Hostname(), "5432")
-	}
-	proxy := faultproxy.New(t, target)
-	dsn.Host = proxy.Addr()
-	q := dsn.Query()
-	q.Set("connect_timeout", "2")
-	dsn.RawQuery = q.Encode()
-	p := startProcess(t, "-db", dsn.String(), "-log-level", "error")
+	dsn, proxy := proxiedPostgres(t)
+	p := startProcess(t, "-db", dsn, "-log-level", "error")
 	t.Cleanup(client.CloseIdleConnections)
 
 	// A bounded load: workers create fresh ids until told to stop, each
