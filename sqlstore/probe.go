@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -35,9 +36,7 @@ const probePad = 64 << 10
 // whatever the reason; the context's error when ctx ends first.
 func (s *Store) ProbeWrite(ctx context.Context) (err error) {
 	defer s.m.done(opProbeWrite, s.m.start(), &err)
-	dctx, cancel := s.bounded(ctx)
-	defer cancel()
-	if err := s.probeWrite(dctx); err != nil {
+	if err := s.probeWrite(ctx); err != nil {
 		err = failure(ctx, "probe write", err)
 		if ctx.Err() == nil && !errors.Is(err, plantstore.ErrUnavailable) {
 			// A read-only standby, for one, rejects the write for good
@@ -50,21 +49,12 @@ func (s *Store) ProbeWrite(ctx context.Context) (err error) {
 }
 
 func (s *Store) probeWrite(ctx context.Context) error {
-	if err := s.lockWrites(ctx); err != nil {
+	return s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		// Random, so that no page of the pad repeats the last probe's, nor
+		// compresses to nothing in PostgreSQL's TOAST.
+		pad := make([]byte, probePad)
+		rand.Read(pad)
+		_, err := tx.ExecContext(ctx, fmt.Sprintf(probeWrite, s.q.param(1)), pad)
 		return err
-	}
-	defer s.unlockWrites()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	// Random, so that no page of the pad repeats the last probe's, nor
-	// compresses to nothing in PostgreSQL's TOAST.
-	pad := make([]byte, probePad)
-	rand.Read(pad)
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(probeWrite, s.q.param(1)), pad); err != nil {
-		return err
-	}
-	return tx.Commit()
+	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,18 +15,6 @@ import (
 	"github.com/plantstore/plantstore/internal/pgtest"
 )
 
-// deadAddr returns a loopback host:port nothing listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestMultiHostDSN runs the server on a PostgreSQL URL listing two hosts,
 // the first of which refuses connections: it serves from the second, and
 // logs both hosts but not the password.
@@ -37,7 +24,7 @@ func TestMultiHostDSN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := deadAddr(t) + "," + u.Host
+	hosts := freeAddr(t) + "," + u.Host
 	multi := strings.Replace(dsn, "://"+u.User.String()+"@"+u.Host, "://"+u.User.Username()+":s3cret@"+hosts, 1) +
 		"&target_session_attrs=read-write"
 	if !strings.Contains(multi, hosts) {
