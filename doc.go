@@ -2,11 +2,11 @@
 // identified by an int64 id, with a name and an optional tag.
 //
 // A [PlantStore] validates input and keeps plants in a pluggable [Storage]:
-// the in-memory [MemoryStorage] in this package, or the SQLite and
-// PostgreSQL storage in package sqlstore. Package httpapi serves a
-// PlantStore over HTTP as the Plant Store API.
+// package memstore keeps plants in memory, package sqlstore in SQLite or
+// PostgreSQL. Package httpapi serves a PlantStore over HTTP as the Plant
+// Store API.
 //
-//	ps := plantstore.New(plantstore.NewMemoryStorage())
+//	ps := plantstore.New(memstore.New())
 //	p, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera"})
 //
 // Errors are typed. A [*ValidationError] (checked with [errors.As]) names the

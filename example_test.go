@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 func ExamplePlantStore_Create() {
 	ctx := context.Background()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 
 	p, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true})
 	fmt.Println(p.Name, p.Tag, err)
@@ -31,7 +32,7 @@ func ExamplePlantStore_Create() {
 
 func ExamplePlantStore_List() {
 	ctx := context.Background()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	for id := int64(1); id <= 5; id++ {
 		ps.Create(ctx, plantstore.NewPlant{ID: id * 10, Name: fmt.Sprint("plant ", id)})
 	}

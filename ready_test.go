@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // writeFailing is a memory storage whose writes fail with err while err
 // is set, and whose reads and pings still succeed.
 type writeFailing struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	err error
 }
 
@@ -20,14 +21,14 @@ func (s *writeFailing) Create(ctx context.Context, p plantstore.Plant) error {
 	if s.err != nil {
 		return s.err
 	}
-	return s.MemoryStorage.Create(ctx, p)
+	return s.Store.Create(ctx, p)
 }
 
 func (s *writeFailing) Delete(ctx context.Context, id int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	return s.MemoryStorage.Delete(ctx, id)
+	return s.Store.Delete(ctx, id)
 }
 
 // probing is a writeFailing storage that can probe its writes.
@@ -59,7 +60,7 @@ func TestReady(t *testing.T) {
 			reason: "without a write probe, Ready can only ping, which succeeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wf := &writeFailing{MemoryStorage: plantstore.NewMemoryStorage()}
+			wf := &writeFailing{Store: memstore.New()}
 			var s plantstore.Storage = wf
 			if tc.prober {
 				s = probing{wf}
@@ -92,7 +93,7 @@ func TestReady(t *testing.T) {
 
 func TestReadyAfterDelete(t *testing.T) {
 	ctx := context.Background()
-	wf := &writeFailing{MemoryStorage: plantstore.NewMemoryStorage()}
+	wf := &writeFailing{Store: memstore.New()}
 	ps := plantstore.New(probing{wf})
 	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"}); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,8 @@ package plantstore
 
 import "context"
 
-// Storage keeps plants. It is the contract every backend meets: the
-// in-memory [MemoryStorage], package sqlstore, and any a user writes.
+// Storage keeps plants. It is the contract every backend meets:
+// package memstore, package sqlstore, and any a user writes.
 // Package storagetest checks an implementation against it.
 //
 // Every method must be safe for concurrent use, must honour ctx (return

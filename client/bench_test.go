@@ -9,13 +9,14 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // loopback serves the real handler over memory storage on a loopback
 // server and returns a client of it.
-func loopback(b *testing.B) (*client.Client, *plantstore.MemoryStorage, string) {
+func loopback(b *testing.B) (*client.Client, *memstore.Store, string) {
 	b.Helper()
-	ms := plantstore.NewMemoryStorage()
+	ms := memstore.New()
 	srv, _ := serve(b, newHandler(ms))
 	return newClient(b, srv.URL), ms, srv.URL
 }

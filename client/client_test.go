@@ -17,6 +17,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 const token = "s3cret"
@@ -69,7 +70,7 @@ func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Clie
 func TestRoundTrip(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
-			srv, _ := serve(t, newHandler(plantstore.NewMemoryStorage(), mode.opts...))
+			srv, _ := serve(t, newHandler(memstore.New(), mode.opts...))
 			c := newClient(t, srv.URL)
 			ctx := t.Context()
 
@@ -126,7 +127,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestCreateValidatesBeforeSending(t *testing.T) {
-	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	srv, requests := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	tests := []struct {
 		name string
@@ -161,7 +162,7 @@ func TestAllFollowsPages(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			const stored = 2*plantstore.DefaultListLimit + 50
-			ms := plantstore.NewMemoryStorage()
+			ms := memstore.New()
 			var want []plantstore.Plant
 			for i := range int64(stored) {
 				p := plantstore.Plant{ID: i*3 - 100, Name: fmt.Sprint("plant ", i)}
@@ -208,7 +209,7 @@ func TestAllFollowsPages(t *testing.T) {
 }
 
 func TestAllEmpty(t *testing.T) {
-	srv, _ := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	srv, _ := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	for p, err := range c.All(t.Context()) {
 		t.Errorf("All on an empty store yielded %+v, %v", p, err)
@@ -264,7 +265,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 	for _, base := range []string{"/api", "/api/"} {
 		t.Run(base, func(t *testing.T) {
 			mux := http.NewServeMux()
-			mux.Handle("/api/", http.StripPrefix("/api", newHandler(plantstore.NewMemoryStorage())))
+			mux.Handle("/api/", http.StripPrefix("/api", newHandler(memstore.New())))
 			mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				t.Errorf("request outside the prefix: %s %s", r.Method, r.URL)
 				http.NotFound(w, r)
@@ -352,7 +353,7 @@ func TestNew(t *testing.T) {
 
 // TestContextEnded checks that a call with an ended context sends nothing.
 func TestContextEnded(t *testing.T) {
-	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	srv, requests := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -370,7 +371,7 @@ func TestContextEnded(t *testing.T) {
 // TestRedirectChangingMethod checks that a create or delete redirected
 // with 302, which http.Client follows with a GET, is not taken for done.
 func TestRedirectChangingMethod(t *testing.T) {
-	ms := plantstore.NewMemoryStorage()
+	ms := memstore.New()
 	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}

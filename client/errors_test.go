@@ -14,6 +14,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // failing is storage whose every call returns err.
@@ -133,7 +134,7 @@ func TestErrorsFromServer(t *testing.T) {
 			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
 				s := tt.storage
 				if s == nil {
-					ms := plantstore.NewMemoryStorage()
+					ms := memstore.New()
 					if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "Monstera"}); err != nil {
 						t.Fatal(err)
 					}
@@ -263,7 +264,7 @@ func TestErrorsWithoutBody(t *testing.T) {
 // TestErrorMessage checks that an Error's text carries the code and the
 // server's message.
 func TestErrorMessage(t *testing.T) {
-	ms := plantstore.NewMemoryStorage()
+	ms := memstore.New()
 	srv, _ := serve(t, newHandler(ms))
 	c := newClient(t, srv.URL)
 	if _, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"}); err != nil {

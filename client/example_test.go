@@ -10,13 +10,14 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 func Example() {
 	// A plantstore server mounted under /api/, as a host server would.
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(
-		plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens("s3cret"))))
+		plantstore.New(memstore.New()), httpapi.WithTokens("s3cret"))))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 var (
@@ -26,24 +27,24 @@ var (
 // A step is what one Create or Delete of scripted storage does: first
 // act, if set, then return err.
 type step struct {
-	act func(s *plantstore.MemoryStorage, p plantstore.Plant) error
+	act func(s *memstore.Store, p plantstore.Plant) error
 	err error
 }
 
 // stored acts as the call itself would.
-var stored = func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+var stored = func(s *memstore.Store, p plantstore.Plant) error {
 	return s.Create(context.Background(), p)
 }
 
 // deleted acts as a delete would.
-var deleted = func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+var deleted = func(s *memstore.Store, p plantstore.Plant) error {
 	return s.Delete(context.Background(), p.ID)
 }
 
 // scripted is memory storage whose Creates and Deletes follow a script
 // of steps, one a call, and then behave normally.
 type scripted struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	mu      sync.Mutex
 	creates []step
 	deletes []step
@@ -62,7 +63,7 @@ func (s *scripted) next(steps *[]step) (step, bool) {
 
 func (s *scripted) run(st step, p plantstore.Plant) error {
 	if st.act != nil {
-		if err := st.act(s.MemoryStorage, p); err != nil {
+		if err := st.act(s.Store, p); err != nil {
 			return err
 		}
 	}
@@ -73,14 +74,14 @@ func (s *scripted) Create(ctx context.Context, p plantstore.Plant) error {
 	if st, ok := s.next(&s.creates); ok {
 		return s.run(st, p)
 	}
-	return s.MemoryStorage.Create(ctx, p)
+	return s.Store.Create(ctx, p)
 }
 
 func (s *scripted) Delete(ctx context.Context, id int64) error {
 	if st, ok := s.next(&s.deletes); ok {
 		return s.run(st, plantstore.Plant{ID: id})
 	}
-	return s.MemoryStorage.Delete(ctx, id)
+	return s.Store.Delete(ctx, id)
 }
 
 // waits records the bounds of the waits a client draws, and draws zero.
@@ -122,7 +123,7 @@ func TestRetryUnavailable(t *testing.T) {
 	for _, mode := range modes {
 		for _, tt := range tests {
 			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
-				s := &scripted{MemoryStorage: plantstore.NewMemoryStorage()}
+				s := &scripted{Store: memstore.New()}
 				for range tt.failures {
 					s.creates = append(s.creates, step{err: errUnavailable})
 				}
@@ -162,7 +163,7 @@ func TestRetryUnavailable(t *testing.T) {
 // settles it when it did.
 func TestRetryUnknownOutcome(t *testing.T) {
 	np := plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true}
-	other := func(s *plantstore.MemoryStorage, p plantstore.Plant) error {
+	other := func(s *memstore.Store, p plantstore.Plant) error {
 		return s.Create(context.Background(), plantstore.Plant{ID: p.ID, Name: "someone else's"})
 	}
 	create := func(ctx context.Context, c *client.Client) error {
@@ -210,9 +211,9 @@ func TestRetryUnknownOutcome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &scripted{MemoryStorage: plantstore.NewMemoryStorage(), creates: tt.creates, deletes: tt.deletes}
+			s := &scripted{Store: memstore.New(), creates: tt.creates, deletes: tt.deletes}
 			if tt.exists {
-				if err := s.MemoryStorage.Create(t.Context(), plantstore.Plant(np)); err != nil {
+				if err := s.Store.Create(t.Context(), plantstore.Plant(np)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -233,7 +234,7 @@ func TestRetryUnknownOutcome(t *testing.T) {
 					t.Errorf("error %v, want a *client.Error with code %d", err, tt.wantCode)
 				}
 			}
-			p, err := s.MemoryStorage.Plant(t.Context(), np.ID)
+			p, err := s.Store.Plant(t.Context(), np.ID)
 			if isStored := err == nil && p == plantstore.Plant(np); isStored != tt.wantStored {
 				t.Errorf("plant stored: %v, want %v", isStored, tt.wantStored)
 			}
@@ -256,7 +257,7 @@ func refusedAddr(t *testing.T) string {
 // TestRetryConnectionRefused checks that a request whose connection was
 // refused, which the server never saw, is repeated, create included.
 func TestRetryConnectionRefused(t *testing.T) {
-	srv, requests := serve(t, newHandler(plantstore.NewMemoryStorage()))
+	srv, requests := serve(t, newHandler(memstore.New()))
 	closed := refusedAddr(t)
 	var dials atomic.Int64
 	var refusals atomic.Int64
@@ -369,7 +370,7 @@ func TestRetryAfterRequestSent(t *testing.T) {
 // TestRetryReadThroughGateway checks that a read answered 502 by a
 // gateway is repeated, and a create is not.
 func TestRetryReadThroughGateway(t *testing.T) {
-	ms := plantstore.NewMemoryStorage()
+	ms := memstore.New()
 	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +416,7 @@ func TestBackoffEndsWithContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &scripted{MemoryStorage: plantstore.NewMemoryStorage(), creates: tt.creates}
+			s := &scripted{Store: memstore.New(), creates: tt.creates}
 			srv, requests := serve(t, newHandler(s))
 			ctx, cancel := context.WithCancel(t.Context())
 			c := newClient(t, srv.URL,

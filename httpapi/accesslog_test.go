@@ -14,6 +14,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // recordingHandler is a slog.Handler that keeps the records it is given,
@@ -42,7 +43,7 @@ func (h *recordingHandler) records() []slog.Record {
 
 func TestAccessLog(t *testing.T) {
 	rh := &recordingHandler{level: slog.LevelInfo}
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
 
 	// send returns the request id the response carries.
@@ -113,7 +114,7 @@ func TestAccessLog(t *testing.T) {
 
 func TestAccessLogFollowsLevel(t *testing.T) {
 	rh := &recordingHandler{level: slog.LevelWarn}
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
 	req := httptest.NewRequest("POST", "/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 func TestAuthenticatorOutcomes(t *testing.T) {
@@ -139,7 +140,7 @@ func TestAuthenticatorClientCertificate(t *testing.T) {
 			return errors.New("unknown client")
 		}
 	})
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	srv := httptest.NewUnstartedServer(httpapi.New(ps, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus()))
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	srv.StartTLS()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // The benchmarks below drive one handler in process, the way a server
@@ -97,7 +98,7 @@ func fixedCase(method, target string, body string, header ...benchHeader) benchC
 // newBenchHandler returns the handler under test over fresh memory storage,
 // accepting testToken and logging nowhere.
 func newBenchHandler(opts ...httpapi.Option) http.Handler {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	opts = append([]httpapi.Option{
 		httpapi.WithTokens(testToken),
 		httpapi.WithLogger(slog.New(slog.DiscardHandler)),
@@ -284,7 +285,7 @@ func BenchmarkMetrics(b *testing.B) {
 		{"log=on/metrics=on", []httpapi.Option{accessLog, httpapi.WithMetrics(prometheus.NewRegistry())}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+			h := httpapi.New(plantstore.New(memstore.New()),
 				append([]httpapi.Option{httpapi.InsecureWithoutAuthentication()}, tt.opts...)...)
 			b.ReportAllocs()
 			start, ok := processCPU()

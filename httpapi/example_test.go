@@ -9,10 +9,11 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 func ExampleNew() {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	h := httpapi.New(ps, httpapi.WithTokens("s3cret"))
 
 	send := func(token, body string) {
@@ -35,7 +36,7 @@ func ExampleNew() {
 }
 
 func ExampleNew_mounted() {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens("s3cret"))))
 
@@ -62,7 +63,7 @@ func ExampleAuthenticatorFunc() {
 		}
 		return nil
 	})
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithAuthenticator(auth))
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithAuthenticator(auth))
 
 	send := func(key, body string) {
 		req := httptest.NewRequest("POST", "/plants", strings.NewReader(body))

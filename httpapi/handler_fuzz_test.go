@@ -19,6 +19,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // fuzzMaxBody is the body limit of the fuzzed handler: small, so that
@@ -146,7 +147,7 @@ func (l *failLog) WithGroup(string) slog.Handler      { return l }
 
 func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
 	t.Helper()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	if _, err := ps.Create(context.Background(), fuzzPresent); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 const testToken = "s3cret-Token_1"
@@ -57,7 +58,7 @@ type testEnv struct {
 func newEnv(t *testing.T, s plantstore.Storage, opts ...httpapi.Option) *testEnv {
 	t.Helper()
 	if s == nil {
-		s = plantstore.NewMemoryStorage()
+		s = memstore.New()
 	}
 	logs := &syncBuffer{}
 	ps := plantstore.New(s)
@@ -366,7 +367,7 @@ func TestRoutingErrors(t *testing.T) {
 }
 
 func TestFailsClosed(t *testing.T) {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	srv := httptest.NewServer(httpapi.New(ps, httpapi.WithLogger(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)
 	e := &testEnv{t: t, url: srv.URL, ps: ps, client: &http.Client{Transport: validatingTransport{t: t}}, logs: &syncBuffer{}}
@@ -400,7 +401,7 @@ func TestCustomAuthenticator(t *testing.T) {
 }
 
 func TestMountedUnderPrefix(t *testing.T) {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken))))
 	srv := httptest.NewServer(mux)
@@ -428,7 +429,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 
 // faultyStorage answers Create with err, or panics when err is nil.
 type faultyStorage struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	err error
 }
 
@@ -456,7 +457,7 @@ func TestStorageFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, &faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: tt.err})
+			e := newEnv(t, &faultyStorage{Store: memstore.New(), err: tt.err})
 			we := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, tt.wantCode)
 			if strings.Contains(we.Message, "hunter2") || strings.Contains(we.Message, "exploded") {
 				t.Errorf("message %q leaks the cause", we.Message)
@@ -480,7 +481,7 @@ func TestHealth(t *testing.T) {
 			t.Errorf("GET %s = %d %s, want 200", path, r.status, r.body)
 		}
 	}
-	down := newEnv(t, &faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: plantstore.ErrUnavailable})
+	down := newEnv(t, &faultyStorage{Store: memstore.New(), err: plantstore.ErrUnavailable})
 	down.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
 	if r := down.do("GET", "/healthz", noToken, ``); r.status != 200 {
 		t.Errorf("healthz with storage down = %d, want 200: the process is alive", r.status)
@@ -513,7 +514,7 @@ func (e *endless) Read(p []byte) (int, error) {
 
 func TestBodyWithoutLengthIsReadToOneBytePastTheLimit(t *testing.T) {
 	const limit = 1000
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(limit))
 	body := &endless{}
 	req := httptest.NewRequest(http.MethodPost, "/plants", body)

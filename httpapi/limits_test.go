@@ -19,6 +19,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // A stallingBody is a request body that yields what it holds and then
@@ -38,7 +39,7 @@ func (s stallingBody) Read(p []byte) (int, error) {
 // must allocate for the byte it received, not for the claim.
 func TestClaimedBodyDoesNotReserveMemory(t *testing.T) {
 	const requests = 32
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
 	send := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/plants", stallingBody{strings.NewReader("{")})
@@ -84,7 +85,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // one byte past the limit read.
 func TestBodyLimitWhileGrowing(t *testing.T) {
 	const limit = 300 << 10
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens(testToken),
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 		httpapi.WithMaxBodyBytes(limit), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
 	body := func(id, size int) string {
 		s := fmt.Sprintf(`{"id":%d,"name":"`, id)
@@ -130,7 +131,7 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 
 // A recordingStorage is memory storage that notes the limit of every List.
 type recordingStorage struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	mu     sync.Mutex
 	limits []int
 }
@@ -139,7 +140,7 @@ func (s *recordingStorage) List(ctx context.Context, from int64, limit int) ([]p
 	s.mu.Lock()
 	s.limits = append(s.limits, limit)
 	s.mu.Unlock()
-	return s.MemoryStorage.List(ctx, from, limit)
+	return s.Store.List(ctx, from, limit)
 }
 
 // TestListPageBytes lists plants whose pages would be larger than the
@@ -161,7 +162,7 @@ func TestListPageBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &recordingStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+			s := &recordingStorage{Store: memstore.New()}
 			e := newEnv(t, s, httpapi.WithMaxPageBytes(tt.maxPage))
 			name := strings.Repeat("x", tt.nameBytes)
 			for id := range tt.plants {
@@ -262,7 +263,7 @@ func TestEscapedPaths(t *testing.T) {
 // for 431, and the count of header bytes is the one on the wire.
 func TestHeaderBytes(t *testing.T) {
 	const limit = 1024
-	srv := httptest.NewServer(httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus(),
 		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)

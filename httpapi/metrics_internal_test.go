@@ -10,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // TestRouteOfMatchesRouter checks the metrics' route labels against what
@@ -36,7 +37,7 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 		t.Errorf("route label %s is not a path of the document", l)
 	}
 
-	h := New(plantstore.New(plantstore.NewMemoryStorage()), WithLogger(slog.New(slog.DiscardHandler))).(*handler)
+	h := New(plantstore.New(memstore.New()), WithLogger(slog.New(slog.DiscardHandler))).(*handler)
 	router, ok := h.routes.(*httprouter.Router)
 	if !ok {
 		t.Fatal("without WithCORS, the handler's routes are not the router itself")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // series gathers reg and returns the value of every counter and gauge, and
@@ -148,7 +149,7 @@ func TestMetrics(t *testing.T) {
 // of failing to register.
 func TestMetricsSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", http.StripPrefix("/v1", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMetrics(reg))))
 	mux.Handle("/v2/", http.StripPrefix("/v2", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMetrics(reg))))
@@ -175,14 +176,14 @@ func TestMetricsRefusedRegistration(t *testing.T) {
 			t.Error("New with a conflicting registry did not panic")
 		}
 	}()
-	httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithLogger(slog.New(slog.DiscardHandler)), httpapi.WithMetrics(reg))
 }
 
 func ExampleWithMetrics() {
 	reg := prometheus.NewRegistry()
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	mux.Handle("/", httpapi.New(plantstore.New(memstore.New()),
 		httpapi.InsecureWithoutAuthentication(), httpapi.WithMetrics(reg)))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // servedDocument returns the document h serves at path.
@@ -59,7 +60,7 @@ func TestWithBaseURL(t *testing.T) {
 			if tt.base != "" {
 				opts = append(opts, httpapi.WithBaseURL(tt.base))
 			}
-			h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), opts...)
+			h := httpapi.New(plantstore.New(memstore.New()), opts...)
 			var got map[string]any
 			if err := json.Unmarshal(servedDocument(t, h, "/openapi.json"), &got); err != nil {
 				t.Fatalf("the served document does not parse: %v", err)
@@ -76,7 +77,7 @@ func TestWithBaseURL(t *testing.T) {
 // way a client generator does, and checks every answer against it at the
 // URLs it names.
 func TestBaseURLUnderStripPrefix(t *testing.T) {
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithBaseURL("/api"))))
 	srv := httptest.NewServer(mux)
@@ -211,7 +212,7 @@ func nodeAtLeast(v string, min [2]int) bool {
 // document: starting Node.js is most of the time they take.
 func TestOpenAPILint(t *testing.T) {
 	tools := lintTools(t)
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()),
+	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithBaseURL("https://api.plantstore.dev/v1/"))
 	tests := []struct {
 		name      string

@@ -12,13 +12,14 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // probedStorage is a memory storage whose writes fail with ErrUnavailable
 // while writesDown is set, as on a full disk: reads and pings still
 // succeed. It counts the checks GET /readyz makes.
 type probedStorage struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	writesDown atomic.Bool
 	pings      atomic.Int64
 	probes     atomic.Int64
@@ -34,7 +35,7 @@ func (s *probedStorage) Create(ctx context.Context, p plantstore.Plant) error {
 	if s.writesDown.Load() {
 		return errDiskFull
 	}
-	return s.MemoryStorage.Create(ctx, p)
+	return s.Store.Create(ctx, p)
 }
 
 func (s *probedStorage) Ping(ctx context.Context) error {
@@ -61,7 +62,7 @@ var noToken = map[string]string{"Authorization": ""}
 // TestReadyzFloodChecksOnce shows that however many GET /readyz arrive,
 // sequential or concurrent, the storage sees one check per interval.
 func TestReadyzFloodChecksOnce(t *testing.T) {
-	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
 	const n = 200
 	for range n {
@@ -94,7 +95,7 @@ func TestReadyzFloodChecksOnce(t *testing.T) {
 // for want of the storage, though the storage still answers pings, and
 // 200 again as soon as a write probe succeeds, with no client write.
 func TestReadyzFollowsWrites(t *testing.T) {
-	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Nanosecond))
 	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
 		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
@@ -145,7 +146,7 @@ func TestReadyzFollowsWrites(t *testing.T) {
 // timeout when the storage does not answer at all, not even to its
 // context, and then one check at a time being outstanding.
 func TestReadyzStalledStorage(t *testing.T) {
-	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage(), stall: make(chan struct{})}
+	s := &probedStorage{Store: memstore.New(), stall: make(chan struct{})}
 	e := newEnv(t, s, httpapi.WithReadyTimeout(50*time.Millisecond))
 	t.Cleanup(func() { close(s.stall) })
 	for range 5 {
@@ -165,7 +166,7 @@ func TestReadyzStalledStorage(t *testing.T) {
 // TestStorageFailuresAreSummarised shows a burst of creates failing for
 // one reason logging a line or two, not one per request.
 func TestStorageFailuresAreSummarised(t *testing.T) {
-	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	s := &probedStorage{Store: memstore.New()}
 	s.writesDown.Store(true)
 	e := newEnv(t, s)
 	const n = 100
@@ -184,7 +185,7 @@ func TestStorageFailuresAreSummarised(t *testing.T) {
 // outlive a write's outcome: a failed create makes the next GET /readyz
 // check again, and so does a create that succeeds after it.
 func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
-	s := &probedStorage{MemoryStorage: plantstore.NewMemoryStorage()}
+	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
 	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
 		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // generatedID is the form of a request id the handler makes up.
@@ -106,7 +107,7 @@ func TestRequestIDFromClient(t *testing.T) {
 		{"UTF-8", []string{"pflanze-ä"}, false, "printable ASCII only"},
 		{"two values", []string{"a", "b"}, false, "no one value is the request's"},
 	}
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens(testToken))
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest("GET", "/healthz", nil)
@@ -129,7 +130,7 @@ func TestRequestIDFromClient(t *testing.T) {
 }
 
 func TestGeneratedRequestIDsDiffer(t *testing.T) {
-	h := httpapi.New(plantstore.New(plantstore.NewMemoryStorage()), httpapi.WithTokens(testToken))
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken))
 	seen := map[string]bool{}
 	for range 10000 {
 		rec := httptest.NewRecorder()
@@ -151,9 +152,9 @@ func TestGeneratedRequestIDsDiffer(t *testing.T) {
 func TestRequestIDInLogLines(t *testing.T) {
 	rh := &recordingHandler{level: slog.LevelDebug}
 	logger := slog.New(rh).With("component", "plants")
-	h := httpapi.New(plantstore.New(&faultyStorage{MemoryStorage: plantstore.NewMemoryStorage(), err: errors.New("disk on fire")}),
+	h := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}),
 		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
-	panicking := httpapi.New(plantstore.New(&faultyStorage{MemoryStorage: plantstore.NewMemoryStorage()}),
+	panicking := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New()}),
 		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
 
 	type line struct{ Msg, RequestID string }
@@ -201,7 +202,7 @@ func TestRequestIDInLogLines(t *testing.T) {
 // ctxStorage records the request id that Create finds in its context, and
 // blocks until that context ends when block is set.
 type ctxStorage struct {
-	*plantstore.MemoryStorage
+	*memstore.Store
 	block bool
 	got   chan string
 	ended chan error
@@ -218,14 +219,14 @@ func (s *ctxStorage) Create(ctx context.Context, p plantstore.Plant) error {
 		s.ended <- ctx.Err()
 		return ctx.Err()
 	}
-	return s.MemoryStorage.Create(ctx, p)
+	return s.Store.Create(ctx, p)
 }
 
 func TestRequestIDInContext(t *testing.T) {
 	if id := httpapi.RequestID(context.Background()); id != "" {
 		t.Errorf("RequestID(context.Background()) = %q, want \"\"", id)
 	}
-	st := &ctxStorage{MemoryStorage: plantstore.NewMemoryStorage(), got: make(chan string, 1), ended: make(chan error, 1)}
+	st := &ctxStorage{Store: memstore.New(), got: make(chan string, 1), ended: make(chan error, 1)}
 	authIDs := make(chan string, 1)
 	e := newEnv(t, st, httpapi.WithAuthenticator(httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
 		authIDs <- httpapi.RequestID(r.Context())
@@ -246,7 +247,7 @@ func TestRequestIDInContext(t *testing.T) {
 // TestRequestIDContextCancels checks that the context carrying the id ends
 // when the client goes away, as the request's own context does.
 func TestRequestIDContextCancels(t *testing.T) {
-	st := &ctxStorage{MemoryStorage: plantstore.NewMemoryStorage(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
+	st := &ctxStorage{Store: memstore.New(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
 	srv := httptest.NewServer(httpapi.New(plantstore.New(st), httpapi.WithTokens(testToken),
 		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)

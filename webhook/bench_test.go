@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -60,7 +61,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 func BenchmarkCreate(b *testing.B) {
 	b.Run("webhook=none", func(b *testing.B) {
 		b.ReportAllocs()
-		benchmarkCreate(b, plantstore.New(plantstore.NewMemoryStorage()))
+		benchmarkCreate(b, plantstore.New(memstore.New()))
 	})
 	b.Run("webhook=dead-subscriber", func(b *testing.B) {
 		b.ReportAllocs()
@@ -88,7 +89,7 @@ func BenchmarkCreate(b *testing.B) {
 		done := make(chan error)
 		go func() { done <- d.Run(ctx) }()
 		defer func() { cancel(); <-done }()
-		benchmarkCreate(b, plantstore.New(plantstore.NewMemoryStorage(),
+		benchmarkCreate(b, plantstore.New(memstore.New(),
 			plantstore.OnCreate(mo.Add),
 			plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
 	})

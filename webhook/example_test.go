@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -44,7 +45,7 @@ func Example_receiver() {
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	ps := plantstore.New(plantstore.NewMemoryStorage(),
+	ps := plantstore.New(memstore.New(),
 		plantstore.OnCreate(mo.Add),
 		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "aroid", HasTag: true}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -218,7 +219,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // newPlantStore returns a PlantStore in memory that adds every plant to mo
 // and wakes d.
 func newPlantStore(mo *webhook.MemoryOutbox, d *webhook.Dispatcher) *plantstore.PlantStore {
-	return plantstore.New(plantstore.NewMemoryStorage(),
+	return plantstore.New(memstore.New(),
 		plantstore.OnCreate(mo.Add),
 		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 }

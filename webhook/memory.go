@@ -29,7 +29,7 @@ const dropLogInterval = time.Minute
 
 // MemoryOutbox is a [plantstore.Outbox] kept in memory, for use with
 // storage that has no outbox of its own, such as
-// [plantstore.MemoryStorage]. Pass its Add method to [plantstore.OnCreate].
+// [memstore.Store]. Pass its Add method to [plantstore.OnCreate].
 //
 // Pending deliveries are lost if the process dies: an event is kept only
 // until it is delivered or abandoned, and only in this process, so only

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
@@ -51,5 +52,5 @@ func openStorage(ctx context.Context, db string, opts ...sqlstore.Option) (plant
 	case sqliteStorage:
 		return openSQLite(ctx, where, opts)
 	}
-	return plantstore.NewMemoryStorage(), func() {}, nil
+	return memstore.New(), func() {}, nil
 }

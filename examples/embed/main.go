@@ -23,6 +23,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // users stands in for the host's own account system.
@@ -48,7 +49,7 @@ func hostPages(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	plants := plantstore.New(plantstore.NewMemoryStorage())
+	plants := plantstore.New(memstore.New())
 
 	mux := http.NewServeMux()
 	// The host's pages take "/", for every method, and not "GET /":

@@ -1,4 +1,6 @@
-package plantstore
+// Package memstore keeps plants in memory: a [plantstore.Storage] for
+// tests, examples and a server whose plants need not outlive it.
+package memstore
 
 import (
 	"context"
@@ -6,11 +8,13 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+
+	"github.com/plantstore/plantstore"
 )
 
-// MemoryStorage is a [Storage] that keeps plants in memory: they are lost
+// Store is a [plantstore.Storage] that keeps plants in memory: they are lost
 // when the process exits. The zero value is not usable; call
-// [NewMemoryStorage].
+// [New].
 //
 // Plants are spread over shards by a hash of their id, so that creates of
 // different ids seldom wait for one another. Each shard keeps its plants in
@@ -23,7 +27,7 @@ import (
 // List does not read a snapshot: a plant created or deleted while List runs
 // may or may not be in the page. Every plant in the page was stored at some
 // moment during the call, and the page is in ascending id order.
-type MemoryStorage struct {
+type Store struct {
 	shards []shard
 	shift  uint
 }
@@ -36,15 +40,15 @@ type shard struct {
 	_  [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
-var _ Storage = (*MemoryStorage)(nil)
+var _ plantstore.Storage = (*Store)(nil)
 
-// NewMemoryStorage returns an empty MemoryStorage.
-func NewMemoryStorage() *MemoryStorage {
+// New returns an empty Store.
+func New() *Store {
 	// Eight shards per processor keep lock collisions among parallel
 	// creates rare, even when the OS preempts a goroutine holding a lock;
 	// more would only make List merge more runs.
 	k := bits.Len(uint(min(max(8*runtime.GOMAXPROCS(0), 16), 256) - 1))
-	m := &MemoryStorage{
+	m := &Store{
 		shards: make([]shard, 1<<k),
 		shift:  uint(64 - k), // the top k bits of a hash pick a shard
 	}
@@ -58,7 +62,7 @@ func NewMemoryStorage() *MemoryStorage {
 // a shard, so that a client creating ascending ids works in one shard's
 // index for a while, out of other clients' way; the run number is mixed so
 // that runs, and ids that differ only in high bits, spread evenly.
-func (m *MemoryStorage) shard(id int64) *shard {
+func (m *Store) shard(id int64) *shard {
 	x := uint64(id) >> 6
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
@@ -66,8 +70,8 @@ func (m *MemoryStorage) shard(id int64) *shard {
 	return &m.shards[x>>m.shift]
 }
 
-// Create implements [Storage.Create].
-func (m *MemoryStorage) Create(ctx context.Context, p Plant) error {
+// Create implements [plantstore.Storage.Create].
+func (m *Store) Create(ctx context.Context, p plantstore.Plant) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -79,28 +83,28 @@ func (m *MemoryStorage) Create(ctx context.Context, p Plant) error {
 	}
 	s.mu.Unlock()
 	if slot == nil {
-		return ErrConflict
+		return plantstore.ErrConflict
 	}
 	return nil
 }
 
-// Plant implements [Storage.Plant].
-func (m *MemoryStorage) Plant(ctx context.Context, id int64) (Plant, error) {
+// Plant implements [plantstore.Storage.Plant].
+func (m *Store) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
 	if err := ctx.Err(); err != nil {
-		return Plant{}, err
+		return plantstore.Plant{}, err
 	}
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, tagged, ok := s.t.get(id)
 	if !ok {
-		return Plant{}, ErrNotFound
+		return plantstore.Plant{}, plantstore.ErrNotFound
 	}
 	return s.a.plant(id, r, tagged), nil
 }
 
-// Delete implements [Storage.Delete].
-func (m *MemoryStorage) Delete(ctx context.Context, id int64) error {
+// Delete implements [plantstore.Storage.Delete].
+func (m *Store) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -109,7 +113,7 @@ func (m *MemoryStorage) Delete(ctx context.Context, id int64) error {
 	defer s.mu.Unlock()
 	r, tagged, ok := s.t.get(id)
 	if !ok {
-		return ErrNotFound
+		return plantstore.ErrNotFound
 	}
 	s.t.delete(id)
 	if s.a.free(r, tagged) {
@@ -131,25 +135,25 @@ func (s *shard) compact() {
 	s.a = a
 }
 
-// List implements [Storage.List]. It takes a short run of plants from each
+// List implements [plantstore.Storage.List]. It takes a short run of plants from each
 // shard and merges the runs, refilling a run from its shard when it is used
 // up, so that its cost grows with limit and the number of shards only.
-func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plant, error) {
+func (m *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.Plant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
-		return []Plant{}, nil
+		return []plantstore.Plant{}, nil
 	}
 	// A run half as long again as each shard's expected share, plus a
 	// few, seldom needs a refill.
 	share := limit / len(m.shards)
-	run := min(share+share/2+4, limit, MaxListLimit)
+	run := min(share+share/2+4, limit, plantstore.MaxListLimit)
 	sc := listScratchPool.Get().(*listScratch)
 	defer listScratchPool.Put(sc)
 	if need := len(m.shards) * run; len(sc.slab) < need {
 		sc.slab = make([]entry, need)
-		sc.plants = make([]Plant, need)
+		sc.plants = make([]plantstore.Plant, need)
 	}
 	slab, plants := sc.slab, sc.plants
 	runs := sc.runs[:0]
@@ -164,7 +168,7 @@ func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plan
 	sc.runs = runs
 	h := runHeap(runs)
 	h.init()
-	out := make([]Plant, 0, min(limit, MaxListLimit))
+	out := make([]plantstore.Plant, 0, min(limit, plantstore.MaxListLimit))
 	for len(h) > 0 && len(out) < limit {
 		r := &h[0]
 		p := r.buf[r.pos]
@@ -185,7 +189,7 @@ func (m *MemoryStorage) List(ctx context.Context, from int64, limit int) ([]Plan
 // within two garbage collections.
 type listScratch struct {
 	slab   []entry
-	plants []Plant
+	plants []plantstore.Plant
 	runs   []listRun
 }
 
@@ -195,7 +199,7 @@ var listScratchPool = sync.Pool{New: func() any { return new(listScratch) }}
 type listRun struct {
 	s    *shard
 	raw  []entry // the refs of buf's plants
-	buf  []Plant
+	buf  []plantstore.Plant
 	pos  int
 	done bool // the shard holds nothing after buf
 }

@@ -1,4 +1,4 @@
-package plantstore_test
+package memstore_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 )
 
 // benchName is a typical ten-byte plant name.
@@ -85,7 +86,7 @@ func fill(b *testing.B, ps *plantstore.PlantStore, order idOrder, n int) {
 func BenchmarkCreate(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	var id int64
 	var cpu cpuClock
 	cpu.start()
@@ -93,7 +94,7 @@ func BenchmarkCreate(b *testing.B) {
 		if id == 1<<20 {
 			cpu.stop()
 			b.StopTimer()
-			ps, id = plantstore.New(plantstore.NewMemoryStorage()), 0
+			ps, id = plantstore.New(memstore.New()), 0
 			b.StartTimer()
 			cpu.start()
 		}
@@ -112,7 +113,7 @@ func BenchmarkCreate(b *testing.B) {
 // what is measured.
 func BenchmarkCreateParallel(b *testing.B) {
 	b.ReportAllocs()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	var next atomic.Int64
 	var cpu cpuClock
 	cpu.start()
@@ -169,7 +170,7 @@ func BenchmarkCreateAtSize(b *testing.B) {
 func benchmarkCreateAtSize(b *testing.B, size int, order idOrder) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	fill(b, ps, order, size)
 	runtime.GC()
 	batch := min(max(size/10, 100), 65536)
@@ -246,7 +247,7 @@ func BenchmarkMemoryPerPlant(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				ps := plantstore.New(plantstore.NewMemoryStorage())
+				ps := plantstore.New(memstore.New())
 				fill(b, ps, order, n)
 				runtime.GC()
 				runtime.ReadMemStats(&after)
@@ -268,7 +269,7 @@ func BenchmarkListPage(b *testing.B) {
 		n    int
 	}{{"1K", 1_000}, {"1M", 1_000_000}} {
 		b.Run(size.name, func(b *testing.B) {
-			ps := plantstore.New(plantstore.NewMemoryStorage())
+			ps := plantstore.New(memstore.New())
 			fill(b, ps, idOrders[0], size.n)
 			pages := []struct {
 				name  string
@@ -309,7 +310,7 @@ func BenchmarkListPage(b *testing.B) {
 // by millions. An op is one Create and one Delete.
 func BenchmarkCreateParallelSteady(b *testing.B) {
 	b.ReportAllocs()
-	ps := plantstore.New(plantstore.NewMemoryStorage())
+	ps := plantstore.New(memstore.New())
 	var next atomic.Int64
 	var cpu cpuClock
 	cpu.start()

@@ -1,4 +1,4 @@
-package plantstore
+package memstore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore"
 )
 
 // TestArenaCompaction deletes most of a store's plants, which makes the
@@ -15,9 +16,9 @@ import (
 // back exactly while the arenas shrink to what is live.
 func TestArenaCompaction(t *testing.T) {
 	ctx := context.Background()
-	m := NewMemoryStorage()
-	plant := func(id int64) Plant {
-		p := Plant{ID: id, Name: fmt.Sprintf("%d %s", id, strings.Repeat("n", 4000))}
+	m := New()
+	plant := func(id int64) plantstore.Plant {
+		p := plantstore.Plant{ID: id, Name: fmt.Sprintf("%d %s", id, strings.Repeat("n", 4000))}
 		if id%3 == 0 {
 			p.Tag, p.HasTag = fmt.Sprint("tag ", id), true
 		}
@@ -31,8 +32,8 @@ func TestArenaCompaction(t *testing.T) {
 	}
 	// A conflicting create leaves nothing behind in the arena.
 	before := m.arenaBytes()
-	if err := m.Create(ctx, plant(5)); !errors.Is(err, ErrConflict) {
-		t.Fatalf("Create of a taken id = %v, want ErrConflict", err)
+	if err := m.Create(ctx, plant(5)); !errors.Is(err, plantstore.ErrConflict) {
+		t.Fatalf("Create of a taken id = %v, want plantstore.ErrConflict", err)
 	}
 	if after := m.arenaBytes(); after != before {
 		t.Errorf("a conflicting create grew the arenas from %d to %d bytes", before, after)
@@ -48,8 +49,8 @@ func TestArenaCompaction(t *testing.T) {
 	for id := range int64(n) {
 		got, err := m.Plant(ctx, id)
 		if id%8 != 0 {
-			if !errors.Is(err, ErrNotFound) {
-				t.Fatalf("Plant(%d) after delete = %v, want ErrNotFound", id, err)
+			if !errors.Is(err, plantstore.ErrNotFound) {
+				t.Fatalf("Plant(%d) after delete = %v, want plantstore.ErrNotFound", id, err)
 			}
 			continue
 		}
@@ -79,7 +80,7 @@ func TestArenaCompaction(t *testing.T) {
 }
 
 // arenaBytes returns the bytes written to all shards' arenas.
-func (m *MemoryStorage) arenaBytes() int {
+func (m *Store) arenaBytes() int {
 	total := 0
 	for i := range m.shards {
 		s := &m.shards[i]

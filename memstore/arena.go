@@ -1,8 +1,10 @@
-package plantstore
+package memstore
 
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/plantstore/plantstore"
 )
 
 // An arena keeps the names and tags of one shard's plants packed in large
@@ -33,7 +35,7 @@ const (
 )
 
 // packedSize returns how many bytes p takes in an arena.
-func packedSize(p Plant) int {
+func packedSize(p plantstore.Plant) int {
 	n := uvarintLen(len(p.Name)) + len(p.Name)
 	if p.HasTag {
 		n += uvarintLen(len(p.Tag)) + len(p.Tag)
@@ -50,7 +52,7 @@ func uvarintLen(n int) int {
 }
 
 // put writes p's name and tag and returns where.
-func (a *arena) put(p Plant) ref {
+func (a *arena) put(p plantstore.Plant) ref {
 	size := packedSize(p)
 	var c []byte
 	idx := len(a.chunks) - 1
@@ -87,9 +89,9 @@ func (a *arena) put(p Plant) ref {
 
 // plant returns the plant with id at r. Its name and tag share the arena's
 // memory, which is never written again.
-func (a *arena) plant(id int64, r ref, tagged bool) Plant {
+func (a *arena) plant(id int64, r ref, tagged bool) plantstore.Plant {
 	c := a.chunks[r>>32]
-	p := Plant{ID: id, HasTag: tagged}
+	p := plantstore.Plant{ID: id, HasTag: tagged}
 	var i int
 	p.Name, i = readString(c, int(uint32(r)))
 	if tagged {

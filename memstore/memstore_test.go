@@ -1,4 +1,4 @@
-package plantstore_test
+package memstore_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/storagetest"
 )
 
 func TestMemoryStorage(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) plantstore.Storage {
-		return plantstore.NewMemoryStorage()
+		return memstore.New()
 	})
 }
 
@@ -28,7 +29,7 @@ func TestMemoryStorage(t *testing.T) {
 func TestMemoryStorageAgainstMap(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
-	s := plantstore.NewMemoryStorage()
+	s := memstore.New()
 	model := map[int64]plantstore.Plant{}
 	randomID := func() int64 {
 		switch r.IntN(100) {

@@ -1,4 +1,4 @@
-package plantstore
+package memstore
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore"
 )
 
 // check verifies t's structure: keys ascending within and across nodes,
@@ -236,18 +237,18 @@ func TestArenaRoundTrip(t *testing.T) {
 	long := string(make([]byte, 300))
 	tests := []struct {
 		name   string
-		plant  Plant
+		plant  plantstore.Plant
 		reason string
 	}{
-		{"no tag", Plant{ID: 1, Name: "Monstera"}, ""},
-		{"empty", Plant{ID: 2}, ""},
-		{"empty tag", Plant{ID: 3, Name: "Fern", HasTag: true}, ""},
-		{"empty name and tag", Plant{ID: 4, HasTag: true}, ""},
-		{"tag", Plant{ID: 5, Name: "Aloe", Tag: "succulent", HasTag: true}, ""},
-		{"long name", Plant{ID: 6, Name: long, Tag: "t", HasTag: true}, "a length of two uvarint bytes"},
-		{"own chunk", Plant{ID: 9, Name: string(make([]byte, 3*chunkSize)), Tag: "big", HasTag: true}, "larger than a chunk"},
-		{"NUL kept", Plant{ID: 7, Name: "a\x00b", Tag: "\x00", HasTag: true}, "the packing does not rely on validation"},
-		{"high bytes", Plant{ID: 8, Name: "\x80\xff", Tag: "\x81", HasTag: true}, "the length's bytes are not confused with text"},
+		{"no tag", plantstore.Plant{ID: 1, Name: "Monstera"}, ""},
+		{"empty", plantstore.Plant{ID: 2}, ""},
+		{"empty tag", plantstore.Plant{ID: 3, Name: "Fern", HasTag: true}, ""},
+		{"empty name and tag", plantstore.Plant{ID: 4, HasTag: true}, ""},
+		{"tag", plantstore.Plant{ID: 5, Name: "Aloe", Tag: "succulent", HasTag: true}, ""},
+		{"long name", plantstore.Plant{ID: 6, Name: long, Tag: "t", HasTag: true}, "a length of two uvarint bytes"},
+		{"own chunk", plantstore.Plant{ID: 9, Name: string(make([]byte, 3*chunkSize)), Tag: "big", HasTag: true}, "larger than a chunk"},
+		{"NUL kept", plantstore.Plant{ID: 7, Name: "a\x00b", Tag: "\x00", HasTag: true}, "the packing does not rely on validation"},
+		{"high bytes", plantstore.Plant{ID: 8, Name: "\x80\xff", Tag: "\x81", HasTag: true}, "the length's bytes are not confused with text"},
 	}
 	var a arena
 	refs := make([]ref, len(tests))

@@ -1,6 +1,6 @@
-package plantstore
+package memstore
 
-// This file holds the ordered index behind MemoryStorage: a B+ tree keyed
+// This file holds the ordered index behind Store: a B+ tree keyed
 // by plant id whose leaves keep each plant as a ref into its shard's arena
 // (see arena.go). Leaves hold no pointer but the one to the next leaf,
 // first, so the garbage collector scans a leaf in one word. Leaves are

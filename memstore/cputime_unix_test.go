@@ -1,6 +1,6 @@
 //go:build unix
 
-package plantstore_test
+package memstore_test
 
 import (
 	"syscall"
