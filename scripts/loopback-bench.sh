@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# loopback-bench.sh compares plantstore's POST /plants throughput with the
-# floor server's (internal/floor: reads the body, answers a fixed 200) on this
-# machine, over loopback. The ratio plantstore/floor is the figure to read: it
-# does not depend on the hardware the way req/s does.
+# loopback-bench.sh compares the POST /plants throughput of several servers on
+# this machine, over loopback, in interleaved rounds. By default it compares
+# plantstore on memory storage with the floor server (internal/floor: reads the
+# body, answers a fixed 200); the ratio to the first server is the figure to
+# read: it does not depend on the hardware the way req/s does.
 #
 # Each server is pinned to one core and the load generator to another; the
 # servers alternate (floor, plantstore, floor, ...) for ROUNDS rounds and are
-# restarted each round, so that drift hits both alike.
+# restarted each round, so that drift hits all alike.
 #
 # Usage: scripts/loopback-bench.sh            (from the repository root or anywhere)
+#        SERVERS="memory sqlite postgres" scripts/loopback-bench.sh
+#        SERVERS="old new" BIN_old=/tmp/a BIN_new=/tmp/b scripts/loopback-bench.sh
+#
+# SERVERS lists the servers, the first being the one the others are divided by.
+# A name is one of
+#   floor        the floor server
+#   plantstore   PLANTSTORE_BIN (default: ./cmd/plantstore built here) with PLANTSTORE_ARGS
+#   memory       plantstore -db memory
+#   sqlite       plantstore on a new SQLite file in a temporary directory each round
+#   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN)
+#   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory)
+# Every plantstore server also gets -addr 127.0.0.1:0 and EXTRA_ARGS.
 #
 # Environment (all optional):
 #   ROUNDS=5 DURATION=10s CONNS=32     rounds per server, length of one run, connections
@@ -16,7 +29,8 @@
 #   SERVER_CPU=0 CLIENT_CPU=1          cores to pin the server and the load generator to
 #   BENCH_TOKEN=loopback-bench         bearer token (the server gets it in PLANTSTORE_TOKENS)
 #   PLANTSTORE_BIN=path                run this binary instead of building ./cmd/plantstore
-#   PLANTSTORE_ARGS="-addr 127.0.0.1:0 -db memory"   its arguments
+#   PLANTSTORE_ARGS="-addr 127.0.0.1:0 -db memory"   its arguments (server "plantstore")
+#   EXTRA_ARGS="-log-level warn"       more arguments for every plantstore server
 #   BENCH_KEEP=dir                     keep every run's raw output in dir
 set -euo pipefail
 
@@ -28,6 +42,10 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BENCH_TOKEN=${BENCH_TOKEN:-loopback-bench}
 PLANTSTORE_ARGS=${PLANTSTORE_ARGS:--addr 127.0.0.1:0 -db memory}
+SERVERS=${SERVERS:-floor plantstore}
+EXTRA_ARGS=${EXTRA_ARGS:-}
+BENCH_POSTGRES_DSN=${BENCH_POSTGRES_DSN:-${PLANTSTORE_TEST_POSTGRES_DSN:-}}
+read -r -a servers <<<"$SERVERS"
 export BENCH_TOKEN
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,6 +68,15 @@ trap 'exit 130' INT TERM
 
 die() { echo "loopback-bench: $*" >&2; exit 1; }
 
+if (( ${#servers[@]} < 2 )); then
+	die "SERVERS must name at least two servers, not \"$SERVERS\""
+fi
+for name in "${servers[@]}"; do
+	[[ $name =~ ^[A-Za-z0-9_]+$ ]] || die "server names are letters, digits and _: not \"$name\""
+	if [[ $name == postgres && -z $BENCH_POSTGRES_DSN ]]; then
+		die "server postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
+	fi
+done
 if (( $(nproc) < 2 )); then
 	die "need at least 2 cores (server and load generator pinned apart), have $(nproc)"
 fi
@@ -80,26 +107,40 @@ plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
 # start_server NAME: starts the server pinned to SERVER_CPU and sets
 # server_pid and server_url once it prints its listening line.
 start_server() {
-	local name=$1 out="$tmp/server.out"
+	local name=$1 out="$tmp/server.out" bin args
 	: >"$out"
-	case $name in
-	floor) taskset -c "$SERVER_CPU" "$tmp/floorserver" -addr 127.0.0.1:0 >"$out" 2>"$tmp/server.err" & ;;
-	plantstore)
-		# shellcheck disable=SC2086 # PLANTSTORE_ARGS is a list of words.
-		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$plantstore_bin" $PLANTSTORE_ARGS \
+	if [[ $name == floor ]]; then
+		taskset -c "$SERVER_CPU" "$tmp/floorserver" -addr 127.0.0.1:0 >"$out" 2>"$tmp/server.err" &
+	else
+		bin=$plantstore_bin
+		case $name in
+		plantstore) args=$PLANTSTORE_ARGS ;;
+		memory) args="-db memory" ;;
+		sqlite)
+			rm -rf "$tmp/sqlite" && mkdir "$tmp/sqlite"
+			args="-db $tmp/sqlite/plants.db"
+			;;
+		postgres) args="-db $BENCH_POSTGRES_DSN" ;;
+		*)
+			local b="BIN_$name" a="ARGS_$name"
+			bin=${!b:-$plantstore_bin}
+			args=${!a:--db memory}
+			;;
+		esac
+		# shellcheck disable=SC2086 # args and EXTRA_ARGS are lists of words.
+		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$bin" -addr 127.0.0.1:0 $args $EXTRA_ARGS \
 			>"$out" 2>"$tmp/server.err" &
-		;;
-	esac
+	fi
 	server_pid=$!
 	server_url=""
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		server_url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$out" | head -n1)
 		[[ -n $server_url ]] && return 0
 		kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/server.err" >&2; die "$name exited before listening"; }
 		sleep 0.1
 	done
 	cat "$tmp/server.err" >&2
-	die "$name did not print 'listening on http://127.0.0.1:PORT' within 10s"
+	die "$name did not print 'listening on http://127.0.0.1:PORT' within 30s"
 }
 
 stop_server() {
@@ -146,36 +187,43 @@ median() {
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
 echo "$(nproc) cores; server on core $SERVER_CPU, $CLIENT on core $CLIENT_CPU; $ROUNDS rounds of $DURATION, $CONNS connections; all on 127.0.0.1" >&2
-declare -a floor_rps floor_p99 ps_rps ps_p99 round_ratio
+declare -A rps_of p99_of ratios_of
 bad_total=0
+base=${servers[0]}
 printf '%-6s %-11s %12s %10s %8s\n' round server req/s p99_ms non200
 for round in $(seq "$ROUNDS"); do
-	for name in floor plantstore; do
+	for name in "${servers[@]}"; do
 		start_server "$name"
 		read -r rps p99 bad < <(load "$tmp/$name-$round.out")
 		stop_server
 		[[ -n $rps ]] || die "no req/s in $CLIENT's output for $name round $round: $(cat "$tmp/$name-$round.out")"
 		printf '%-6s %-11s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
 		bad_total=$(( bad_total + bad ))
-		if [[ $name == floor ]]; then floor_rps+=("$rps"); floor_p99+=("$p99")
-		else
-			ps_rps+=("$rps"); ps_p99+=("$p99")
-			round_ratio+=("$(awk -v p="$rps" -v f="${floor_rps[-1]}" 'BEGIN { printf "%.4f", p / f }')")
+		rps_of[$name]+="$rps "; p99_of[$name]+="$p99 "
+		if [[ $name == "$base" ]]; then base_rps=$rps
+		else ratios_of[$name]+="$(awk -v p="$rps" -v f="$base_rps" 'BEGIN { printf "%.4f", p / f }') "
 		fi
 	done
 done
 
-mf=$(median "${floor_rps[@]}"); mfp=$(median "${floor_p99[@]}")
-mp=$(median "${ps_rps[@]}"); mpp=$(median "${ps_p99[@]}")
-printf '%-6s %-11s %12.1f %10.3f\n' median floor "$mf" "$mfp"
-printf '%-6s %-11s %12.1f %10.3f\n' median plantstore "$mp" "$mpp"
-awk -v mf="$mf" -v mp="$mp" -v mfp="$mfp" -v mpp="$mpp" 'BEGIN {
-	printf "ratio plantstore/floor: req/s %.3f, p99 %.3f\n", mp / mf, (mfp > 0 ? mpp / mfp : 0)
-}'
-# Each round's plantstore run follows its floor run, so the two share most
-# of whatever else the machine was doing; the median of the rounds' ratios
-# is steadier than the ratio of the medians when that changes during a run.
-printf 'median of per-round ratios: req/s %.3f (rounds: %s)\n' "$(median "${round_ratio[@]}")" "${round_ratio[*]}"
+# shellcheck disable=SC2086 # the lists are words.
+mb=$(median ${rps_of[$base]}); mbp=$(median ${p99_of[$base]})
+printf '%-6s %-11s %12.1f %10.3f\n' median "$base" "$mb" "$mbp"
+for name in "${servers[@]:1}"; do
+	# shellcheck disable=SC2086
+	m=$(median ${rps_of[$name]}); mp=$(median ${p99_of[$name]})
+	printf '%-6s %-11s %12.1f %10.3f\n' median "$name" "$m" "$mp"
+done
+# Each round's runs follow one another, so they share most of whatever else
+# the machine was doing; the median of the rounds' ratios is steadier than
+# the ratio of the medians when that changes during a run.
+for name in "${servers[@]:1}"; do
+	# shellcheck disable=SC2086
+	m=$(median ${rps_of[$name]}); mp=$(median ${p99_of[$name]})
+	awk -v n="$name/$base" -v mb="$mb" -v m="$m" -v mbp="$mbp" -v mp="$mp" -v r="$(median ${ratios_of[$name]})" -v rs="${ratios_of[$name]% }" 'BEGIN {
+		printf "ratio %s: req/s %.3f, p99 %.3f; median of per-round ratios: req/s %.3f (rounds: %s)\n", n, m / mb, (mbp > 0 ? mp / mbp : 0), r, rs
+	}'
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if (( bad_total > 0 )); then
 	echo "loopback-bench: WARNING: $bad_total responses were not 200 or failed; the figures are not of successful creates" >&2
