@@ -108,9 +108,6 @@ func New(s Storage, opts ...Option) *PlantStore {
 	return ps
 }
 
-// Storage returns the storage ps keeps its plants in.
-func (ps *PlantStore) Storage() Storage { return ps.storage }
-
 // Create validates np and stores it, returning the stored plant.
 //
 // Errors: a [*ValidationError] when np cannot be stored as given;
@@ -171,7 +168,7 @@ func (ps *PlantStore) List(ctx context.Context, opts ListOptions) ([]Plant, erro
 	}
 	plants, err := ps.storage.List(ctx, from, limit)
 	if err != nil {
-		return nil, fmt.Errorf("plantstore: list plants: %w", err)
+		return nil, storageError(listOp, 0, err)
 	}
 	return plants, nil
 }
@@ -192,9 +189,10 @@ func (ps *PlantStore) Delete(ctx context.Context, id int64) error {
 }
 
 // storageError wraps a storage failure with the operation it broke and
-// the plant's id. The sentinels stay reachable through errors.Is; bare
-// ErrConflict and ErrNotFound, which the caller expects and whose id it
-// knows, are returned as they are, so that answering them costs nothing.
+// the plant's id, which [listOp] has none of. The sentinels stay reachable
+// through errors.Is; bare ErrConflict and ErrNotFound, which the caller
+// expects and whose id it knows, are returned as they are, so that
+// answering them costs nothing.
 func storageError(op string, id int64, err error) error {
 	if err == ErrConflict || err == ErrNotFound {
 		return err
@@ -202,9 +200,12 @@ func storageError(op string, id int64, err error) error {
 	return &opError{op: op, id: id, err: err}
 }
 
-// An opError is a storage failure of one operation on one plant. Its
-// message is built only when asked for, so that wrapping a failure costs
-// a single allocation.
+// listOp is the operation of List, which names no plant.
+const listOp = "list"
+
+// An opError is a storage failure of one operation on one plant, or of a
+// List. Its message is built only when asked for, so that wrapping a
+// failure costs a single allocation.
 type opError struct {
 	op  string
 	id  int64
@@ -212,6 +213,9 @@ type opError struct {
 }
 
 func (e *opError) Error() string {
+	if e.op == listOp {
+		return "plantstore: list plants: " + e.err.Error()
+	}
 	return "plantstore: " + e.op + " plant " + strconv.FormatInt(e.id, 10) + ": " + e.err.Error()
 }
 

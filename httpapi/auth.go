@@ -57,12 +57,14 @@ func (f TokenAuthenticatorFunc) Authenticate(r *http.Request, token string) erro
 }
 
 // errNoToken is what a token-only authenticator returns for a request
-// without a bearer token.
+// without a bearer token. Like errUnknownToken, it is a verdict, which is
+// logged; the client is answered with errMissingToken.
 var errNoToken = errors.New("httpapi: no bearer token")
 
-// errInvalidToken is what a [Tokens] authenticator returns for a token it
-// does not hold.
-var errInvalidToken = errors.New("httpapi: token not accepted")
+// errUnknownToken is what a [Tokens] authenticator returns for a
+// well-formed token it does not hold. The client is answered with
+// errInvalidToken.
+var errUnknownToken = errors.New("httpapi: token not accepted")
 
 // ErrTokenSyntax is what [CheckToken] wraps for a token that no request
 // can send, because it is not an RFC 6750 b64token.
@@ -125,7 +127,7 @@ func (t tokenSet) Authenticate(_ *http.Request, token string) error {
 		match |= subtle.ConstantTimeCompare(sum[:], t[i][:])
 	}
 	if match != 1 {
-		return errInvalidToken
+		return errUnknownToken
 	}
 	return nil
 }

@@ -24,6 +24,10 @@ func (e *apiError) Error() string { return "httpapi: " + e.msg }
 
 const realm = `Bearer realm="plantstore"`
 
+// The answers the handler gives, one per failure it detects. They are not
+// the verdicts an [Authenticator] returns ([ErrForbidden], errNoToken,
+// errUnknownToken), which rejection turns into errCallerForbidden,
+// errMissingToken and errInvalidToken.
 var (
 	errMissingToken = &apiError{code: http.StatusUnauthorized,
 		msg:       "missing bearer token: send Authorization: Bearer <token>",
@@ -31,13 +35,13 @@ var (
 	errMalformedAuth = &apiError{code: http.StatusUnauthorized,
 		msg:       "malformed Authorization header: want Bearer <token>",
 		challenge: []string{realm + `, error="invalid_request", error_description="malformed Authorization header"`}}
-	errInvalidToken401 = &apiError{code: http.StatusUnauthorized,
+	errInvalidToken = &apiError{code: http.StatusUnauthorized,
 		msg:       "invalid bearer token",
 		challenge: []string{realm + `, error="invalid_token", error_description="the access token is not valid"`}}
 	errNoAuthenticator = &apiError{code: http.StatusUnauthorized,
 		msg:       "no token is accepted: the server was built without an authenticator",
 		challenge: []string{realm + `, error="invalid_token", error_description="no token is accepted"`}}
-	errForbidden = &apiError{code: http.StatusForbidden,
+	errCallerForbidden = &apiError{code: http.StatusForbidden,
 		msg: "forbidden: these credentials may not use this resource"}
 	errAuthUnavailable = &apiError{code: http.StatusServiceUnavailable,
 		msg: "authentication unavailable, try again later"}
@@ -67,14 +71,14 @@ func errBodyTooLarge(limit int64) *apiError {
 // Warn, a refused caller at level Debug. noToken reports whether the
 // request had no Authorization header.
 func (h *handler) rejection(r *http.Request, err error, noToken bool) *apiError {
-	ae := errInvalidToken401
+	ae := errInvalidToken
 	level, msg := slog.LevelDebug, "httpapi: token rejected"
 	switch {
 	case errors.Is(err, plantstore.ErrUnavailable):
 		ae = errAuthUnavailable
 		level, msg = slog.LevelWarn, "httpapi: authentication unavailable"
 	case errors.Is(err, ErrForbidden):
-		ae = errForbidden
+		ae = errCallerForbidden
 	case noToken:
 		ae = errMissingToken
 	}

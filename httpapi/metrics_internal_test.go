@@ -70,7 +70,8 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 // TestCodeOfKnowsEveryCode checks that every Error code the handler answers
 // with has a label of its own, so that none takes the slow path.
 func TestCodeOfKnowsEveryCode(t *testing.T) {
-	for _, e := range []*apiError{errMissingToken, errMalformedAuth, errInvalidToken401, errNoAuthenticator,
+	for _, e := range []*apiError{errMissingToken, errMalformedAuth, errInvalidToken, errNoAuthenticator,
+		errCallerForbidden, errAuthUnavailable,
 		errContentType, errContentEncoding, errNotFoundPath, errMethod, errInternal, errUnavailable,
 		errOutcome, errConflict, errPlantMissing, errBadID, errMalformedQuery, errReadBody, errBodyTooLarge(1)} {
 		i := codeOf(e.code)

@@ -259,7 +259,7 @@ func migrateLocked(ctx context.Context, conn *sql.Conn, d Dialect, ms []migratio
 	}
 	if d == SQLite {
 		// Another application's tables are not to be added to.
-		if why, err := notPlantstore(ctx, conn); err != nil {
+		if why, err := whyNotPlantstore(ctx, conn); err != nil {
 			return failure(ctx, "migrate: check owner", err)
 		} else if why != "" {
 			return notPlantstoreError("the database", why)

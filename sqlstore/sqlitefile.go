@@ -169,7 +169,7 @@ func inspectSQLiteFile(ctx context.Context, driverName, path string, viaWAL bool
 		return "", err
 	}
 	defer conn.Close()
-	return notPlantstore(ctx, conn)
+	return whyNotPlantstore(ctx, conn)
 }
 
 type rowsQuerier interface {
@@ -177,11 +177,11 @@ type rowsQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// notPlantstore returns why the SQLite database q reads is not
+// whyNotPlantstore returns why the SQLite database q reads is not
 // plantstore's ("it has table customers and no plantstore schema"), or ""
 // when it is empty, carries [ApplicationID], or
 // has plantstore's schema.
-func notPlantstore(ctx context.Context, q rowsQuerier) (string, error) {
+func whyNotPlantstore(ctx context.Context, q rowsQuerier) (string, error) {
 	var id int64
 	if err := q.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
 		return "", err

@@ -66,8 +66,8 @@ func fileURI(path string) string {
 	return "file:" + u.EscapedPath()
 }
 
-// applicationID reads the application_id of the SQLite file at path.
-func applicationID(t *testing.T, path string) uint32 {
+// readApplicationID reads the application_id of the SQLite file at path.
+func readApplicationID(t *testing.T, path string) uint32 {
 	t.Helper()
 	db := openDB(t, "sqlite", fileURI(path)+"?mode=ro")
 	var id int64
@@ -115,7 +115,7 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.Close()
-			if got := applicationID(t, path); got != 0 {
+			if got := readApplicationID(t, path); got != 0 {
 				t.Fatalf("application_id before = %#x, want 0", got)
 			}
 		}, "identified by its schema_version and plants tables"},
@@ -143,7 +143,7 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 			if err := s.Create(context.Background(), plantstore.Plant{ID: 2, Name: "new"}); err != nil {
 				t.Fatalf("Create after PrepareSQLiteFile = %v", err)
 			}
-			if got := applicationID(t, path); got != ApplicationID {
+			if got := readApplicationID(t, path); got != ApplicationID {
 				t.Errorf("application_id after Open = %#x, want %#x", got, ApplicationID)
 			}
 		})
