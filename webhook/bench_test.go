@@ -76,12 +76,8 @@ func BenchmarkCreate(b *testing.B) {
 		defer dead.Close()
 		defer close(release)
 		mo := webhook.NewMemoryOutbox()
-		d, err := webhook.New(mo, webhook.Config{
-			Subscribers:    []string{dead.URL},
-			Secret:         testSecret,
-			AttemptTimeout: time.Second,
-			Logger:         discardLogger,
-		})
+		d, err := webhook.New(mo, []string{dead.URL}, testSecret,
+			webhook.WithAttemptTimeout(time.Second), webhook.WithLogger(discardLogger))
 		if err != nil {
 			b.Fatal(err)
 		}

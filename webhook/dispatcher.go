@@ -14,99 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/plantstore/plantstore"
 )
 
-// Defaults of the [Config] fields left zero.
-const (
-	DefaultAttemptTimeout = 10 * time.Second
-	DefaultInitialBackoff = time.Second
-	DefaultMaxBackoff     = 5 * time.Minute
-	DefaultMaxAge         = 24 * time.Hour
-	DefaultPollInterval   = time.Second
-	DefaultConcurrency    = 4
-	DefaultMaxInFlight    = 1000
-	DefaultLease          = 30 * time.Second
-	DefaultStatsInterval  = 30 * time.Second
-)
-
-// Config configures a [Dispatcher]. Only Subscribers and Secret are
-// required; every other zero field takes its default.
-type Config struct {
-	// Subscribers are the absolute http or https URLs every event is
-	// POSTed to. Every Dispatcher sharing one outbox must list the same
-	// subscribers.
-	Subscribers []string
-
-	// Secret signs deliveries: raw key bytes, or "whsec_" followed by the
-	// key in base64; at least [MinKeyBytes] bytes of key either way.
-	Secret []byte
-
-	// Client sends the deliveries. The default never follows redirects:
-	// like any status other than 2xx, a 3xx fails the attempt.
-	Client *http.Client
-
-	// AttemptTimeout bounds one delivery attempt, response included.
-	// Default 10s.
-	AttemptTimeout time.Duration
-
-	// InitialBackoff and MaxBackoff bound the wait before a retry: before
-	// attempt n+1 the dispatcher waits a random time between zero and
-	// min(MaxBackoff, InitialBackoff·2ⁿ⁻¹) ("full jitter"). Defaults 1s and
-	// 5m.
-	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
-
-	// MaxAge is how long after its Event.Time an event is retried. Once a
-	// failed attempt finds the event older than MaxAge, the event is
-	// abandoned for that subscriber and the abandonment logged. Every
-	// event is attempted at least once per subscriber. Default 24h.
-	MaxAge time.Duration
-
-	// PollInterval is how often the outbox is read when nothing calls
-	// Notify: for events that other processes added, and for retries that
-	// come due. Default 1s.
-	PollInterval time.Duration
-
-	// Concurrency caps the attempts in flight to one subscriber. Default 4.
-	Concurrency int
-
-	// MaxInFlight caps the deliveries to one subscriber that the
-	// Dispatcher holds claimed, waiting or in flight. A subscriber that
-	// falls behind stops claiming until it catches up; other subscribers
-	// are not held back. Default 1000.
-	MaxInFlight int
-
-	// Lease is how long a claimed delivery stays with this Dispatcher
-	// before another one sharing the outbox may claim it. The Dispatcher
-	// renews its leases every third of Lease while it lives, so Lease is
-	// how long the deliveries of a process that died wait for another.
-	// Default 30s.
-	Lease time.Duration
-
-	// Registerer, when not nil, receives the Dispatcher's metrics:
-	// plantstore_webhook_deliveries_total,
-	// plantstore_webhook_failed_attempts_total,
-	// plantstore_webhook_abandoned_total and the gauge
-	// plantstore_webhook_outbox_depth, and for a [*MemoryOutbox]
-	// plantstore_webhook_dropped_total. Registering fails [New] when the
-	// names are taken.
-	Registerer prometheus.Registerer
-
-	// StatsInterval is how often the outbox depth and the delivery rate
-	// are logged at info level, while either is not zero. Default 30s.
-	StatsInterval time.Duration
-
-	// Logger receives delivery failures, abandonments and the periodic
-	// statistics. It never receives secrets, bodies, or subscriber URLs
-	// beyond scheme and host. Default slog.Default().
-	Logger *slog.Logger
-}
-
 // A Dispatcher delivers the events of a [plantstore.Outbox] to every
-// subscriber of its [Config].
+// subscriber given to [New].
 //
 // Dispatchers in several processes may share one durable outbox: each
 // claims deliveries with a lease (see [plantstore.Outbox]), so that each
@@ -116,14 +28,14 @@ type Config struct {
 // webhook-ids.
 //
 // Each subscriber is served on its own: it has its own deliveries, its
-// own retries and a pool of at most Config.Concurrency attempts, so a slow
+// own retries and a pool of at most [WithConcurrency] attempts, so a slow
 // or dead subscriber delays neither creates nor deliveries to other
 // subscribers. A 2xx response ends the delivery; any other outcome is
 // recorded in the outbox and retried with backoff, by whichever
-// Dispatcher claims it when it is due, until MaxAge.
+// Dispatcher claims it when it is due, until [WithMaxAge].
 type Dispatcher struct {
 	source  plantstore.Outbox
-	cfg     Config
+	cfg     config
 	key     []byte
 	log     *slog.Logger
 	owner   string   // this Dispatcher's name in the leases it takes
@@ -141,35 +53,44 @@ type Dispatcher struct {
 // ErrRunning reports a second call of [Dispatcher.Run].
 var ErrRunning = errors.New("webhook: dispatcher already ran")
 
-// New returns a Dispatcher that delivers the events of source as cfg says.
+// New returns a Dispatcher that delivers the events of source to
+// subscribers, the absolute http or https URLs every event is POSTed to,
+// signed with secret: raw key bytes, or "whsec_" followed by the key in
+// base64; at least [MinKeyBytes] bytes of key either way. Every
+// Dispatcher sharing one outbox must list the same subscribers.
 //
-// Errors: [ErrSecret] for an unusable cfg.Secret, one with a key shorter
-// than [MinKeyBytes] included; an error when there are
-// no subscribers, a subscriber is not an absolute http or https URL, a
-// duration or count is negative, or cfg.Registerer refuses the metrics.
-func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
+// Errors: [ErrSecret] for an unusable secret, one with a key shorter than
+// [MinKeyBytes] included; an error when there are no subscribers, a
+// subscriber is not an absolute http or https URL, a duration or count
+// given to an [Option] is negative, or the Registerer of [WithMetrics]
+// refuses the metrics.
+func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...Option) (*Dispatcher, error) {
 	if source == nil {
 		return nil, errors.New("webhook: nil outbox")
 	}
-	if err := CheckSecret(cfg.Secret); err != nil {
+	if err := CheckSecret(secret); err != nil {
 		return nil, err
 	}
-	key, _ := signingKey(cfg.Secret)
-	if len(cfg.Subscribers) == 0 {
+	key, _ := signingKey(secret)
+	if len(subscribers) == 0 {
 		return nil, errors.New("webhook: no subscribers")
+	}
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
 	}
 	for _, f := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"AttemptTimeout", &cfg.AttemptTimeout, DefaultAttemptTimeout},
-		{"InitialBackoff", &cfg.InitialBackoff, DefaultInitialBackoff},
-		{"MaxBackoff", &cfg.MaxBackoff, DefaultMaxBackoff},
-		{"MaxAge", &cfg.MaxAge, DefaultMaxAge},
-		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
-		{"Lease", &cfg.Lease, DefaultLease},
-		{"StatsInterval", &cfg.StatsInterval, DefaultStatsInterval},
+		{"attempt timeout", &cfg.attemptTimeout, DefaultAttemptTimeout},
+		{"initial backoff", &cfg.initialBackoff, DefaultInitialBackoff},
+		{"max backoff", &cfg.maxBackoff, DefaultMaxBackoff},
+		{"max age", &cfg.maxAge, DefaultMaxAge},
+		{"poll interval", &cfg.pollInterval, DefaultPollInterval},
+		{"lease", &cfg.lease, DefaultLease},
+		{"stats interval", &cfg.statsInterval, DefaultStatsInterval},
 	} {
 		switch {
 		case *f.v < 0:
@@ -178,16 +99,16 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 			*f.v = f.def
 		}
 	}
-	if cfg.MaxBackoff < cfg.InitialBackoff {
-		cfg.MaxBackoff = cfg.InitialBackoff
+	if cfg.maxBackoff < cfg.initialBackoff {
+		cfg.maxBackoff = cfg.initialBackoff
 	}
 	for _, f := range []struct {
 		name string
 		v    *int
 		def  int
 	}{
-		{"Concurrency", &cfg.Concurrency, DefaultConcurrency},
-		{"MaxInFlight", &cfg.MaxInFlight, DefaultMaxInFlight},
+		{"concurrency", &cfg.concurrency, DefaultConcurrency},
+		{"max in flight", &cfg.maxInFlight, DefaultMaxInFlight},
 	} {
 		switch {
 		case *f.v < 0:
@@ -196,14 +117,14 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 			*f.v = f.def
 		}
 	}
-	if cfg.Client == nil {
-		cfg.Client = defaultClient(cfg.Concurrency)
+	if cfg.client == nil {
+		cfg.client = defaultClient(cfg.concurrency)
 	}
 	d := &Dispatcher{
 		source: source,
 		cfg:    cfg,
 		key:    key,
-		log:    cfg.Logger,
+		log:    cfg.logger,
 		owner:  "dispatcher_" + rand.Text(),
 		wake:   make(chan struct{}, 1),
 	}
@@ -211,7 +132,7 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 		d.log = slog.Default()
 	}
 	seen := map[string]bool{}
-	for i, raw := range cfg.Subscribers {
+	for i, raw := range subscribers {
 		u, err := url.Parse(raw)
 		switch {
 		case err != nil:
@@ -233,7 +154,7 @@ func New(source plantstore.Outbox, cfg Config) (*Dispatcher, error) {
 	if mo, ok := source.(*MemoryOutbox); ok {
 		dropped = func() float64 { return float64(mo.Dropped()) }
 	}
-	if err := d.metrics.register(cfg.Registerer, d.depth, dropped); err != nil {
+	if err := d.metrics.register(cfg.registerer, d.depth, dropped); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -294,9 +215,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // fanOut creates the deliveries of new events whenever Notify is called,
-// and every PollInterval, and wakes the subscribers when there are some.
+// and every poll interval, and wakes the subscribers when there are some.
 func (d *Dispatcher) fanOut(ctx context.Context) {
-	t := time.NewTicker(d.cfg.PollInterval)
+	t := time.NewTicker(d.cfg.pollInterval)
 	defer t.Stop()
 	for {
 		total := 0
@@ -327,7 +248,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) {
 
 // depth returns the outbox depth, or NaN when the outbox cannot say.
 func (d *Dispatcher) depth() float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.AttemptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.attemptTimeout)
 	defer cancel()
 	n, err := d.source.Depth(ctx)
 	if err != nil {
@@ -337,9 +258,9 @@ func (d *Dispatcher) depth() float64 {
 }
 
 // logStats logs the outbox depth and the delivery rate every
-// StatsInterval while either is not zero.
+// stats interval while either is not zero.
 func (d *Dispatcher) logStats(ctx context.Context) {
-	t := time.NewTicker(d.cfg.StatsInterval)
+	t := time.NewTicker(d.cfg.statsInterval)
 	defer t.Stop()
 	last, lastTime := d.delivered.Load(), time.Now()
 	for {

@@ -20,7 +20,7 @@ import (
 func TestDeliver(t *testing.T) {
 	rc := newReceiver(t, ok)
 	mo := webhook.NewMemoryOutbox()
-	d, _, _ := start(t, mo, webhook.Config{Subscribers: []string{rc.url()}})
+	d, _, _ := start(t, mo, []string{rc.url()})
 	ps := newPlantStore(mo, d)
 	plants := []plantstore.NewPlant{
 		{ID: 1, Name: "Monstera"},
@@ -61,7 +61,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 		return http.StatusOK
 	})
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{rc.url()}})
+	d, l, _ := start(t, mo, []string{rc.url()})
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
@@ -89,14 +89,12 @@ func TestDeadSubscriber(t *testing.T) {
 	const n, concurrency = 200, 2
 	tr := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), host: dead.srv.Listener.Addr().String()}
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, webhook.Config{
-		Subscribers:    []string{dead.url(), live.url()},
-		Client:         &http.Client{Transport: tr},
-		AttemptTimeout: 200 * time.Millisecond,
-		Concurrency:    concurrency,
-		MaxInFlight:    10,
-		MaxAge:         time.Hour,
-	})
+	d, l, _ := start(t, mo, []string{dead.url(), live.url()},
+		webhook.WithClient(&http.Client{Transport: tr}),
+		webhook.WithAttemptTimeout(200*time.Millisecond),
+		webhook.WithConcurrency(concurrency),
+		webhook.WithMaxInFlight(10),
+		webhook.WithMaxAge(time.Hour))
 	ps := newPlantStore(mo, d)
 	// Creates, and so Add and Notify, complete while dead holds every
 	// worker it is allowed.
@@ -162,7 +160,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		return http.StatusTemporaryRedirect
 	})
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{redirect.url()}, MaxAge: 100 * time.Millisecond})
+	d, l, _ := start(t, mo, []string{redirect.url()}, webhook.WithMaxAge(100*time.Millisecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the event to be abandoned", func() bool { return mo.Len() == 0 })
 
@@ -181,10 +179,7 @@ func TestMaxAgeAbandons(t *testing.T) {
 	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
 	live := newReceiver(t, ok)
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, webhook.Config{
-		Subscribers: []string{failing.url(), live.url()},
-		MaxAge:      100 * time.Millisecond,
-	})
+	d, l, _ := start(t, mo, []string{failing.url(), live.url()}, webhook.WithMaxAge(100*time.Millisecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the event to be deleted", func() bool { return mo.Len() == 0 })
 
@@ -204,7 +199,7 @@ func TestManyConcurrentCreates(t *testing.T) {
 	const n = goroutines * perGoroutine
 	a, b := newReceiver(t, ok), newReceiver(t, ok)
 	mo := webhook.NewMemoryOutbox()
-	d, _, _ := start(t, mo, webhook.Config{Subscribers: []string{a.url(), b.url()}, MaxInFlight: 300})
+	d, _, _ := start(t, mo, []string{a.url(), b.url()}, webhook.WithMaxInFlight(300))
 	ps := newPlantStore(mo, d)
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -257,13 +252,13 @@ func (failingOutbox) Depth(context.Context) (int, error)                        
 
 func TestOutboxFailureIsLogged(t *testing.T) {
 	rc := newReceiver(t, ok)
-	_, l, stop := start(t, failingOutbox{}, webhook.Config{Subscribers: []string{rc.url()}})
+	_, l, stop := start(t, failingOutbox{}, []string{rc.url()})
 	waitFor(t, "the failure to be logged", func() bool { return strings.Contains(l.String(), errDown.Error()) })
 	stop()
 }
 
 func TestRunTwice(t *testing.T) {
-	d, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: testSecret, Subscribers: []string{"http://127.0.0.1:1/"}})
+	d, err := webhook.New(webhook.NewMemoryOutbox(), []string{"http://127.0.0.1:1/"}, testSecret)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}
@@ -281,25 +276,28 @@ func TestNewRejects(t *testing.T) {
 	good := "https://example.com/hooks"
 	tests := []struct {
 		name    string
-		cfg     webhook.Config
+		subs    []string
+		secret  []byte
+		opts    []webhook.Option
 		wantErr error
 	}{
-		{name: "no subscribers", cfg: webhook.Config{Secret: testSecret}},
-		{name: "relative URL", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"/hooks"}}},
-		{name: "no host", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"http:///hooks"}}},
-		{name: "other scheme", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"ftp://example.com/hooks"}}},
-		{name: "malformed URL", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{"http://exa mple.com/%zz"}}},
-		{name: "one bad among good", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good, "example.com"}}},
-		{name: "no secret", cfg: webhook.Config{Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
-		{name: "bad whsec secret", cfg: webhook.Config{Secret: []byte("whsec_%%%"), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
-		{name: "short raw secret", cfg: webhook.Config{Secret: []byte("5byte"), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
-		{name: "short whsec secret", cfg: webhook.Config{Secret: []byte("whsec_MjMgYnl0ZXMgb2Yga2V5LCAxIHNoeS4="), Subscribers: []string{good}}, wantErr: webhook.ErrSecret},
-		{name: "negative timeout", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, AttemptTimeout: -1}},
-		{name: "negative concurrency", cfg: webhook.Config{Secret: testSecret, Subscribers: []string{good}, Concurrency: -1}},
+		{name: "no subscribers", secret: testSecret},
+		{name: "relative URL", secret: testSecret, subs: []string{"/hooks"}},
+		{name: "no host", secret: testSecret, subs: []string{"http:///hooks"}},
+		{name: "other scheme", secret: testSecret, subs: []string{"ftp://example.com/hooks"}},
+		{name: "malformed URL", secret: testSecret, subs: []string{"http://exa mple.com/%zz"}},
+		{name: "one bad among good", secret: testSecret, subs: []string{good, "example.com"}},
+		{name: "no secret", subs: []string{good}, wantErr: webhook.ErrSecret},
+		{name: "bad whsec secret", secret: []byte("whsec_%%%"), subs: []string{good}, wantErr: webhook.ErrSecret},
+		{name: "short raw secret", secret: []byte("5byte"), subs: []string{good}, wantErr: webhook.ErrSecret},
+		{name: "short whsec secret", secret: []byte("whsec_MjMgYnl0ZXMgb2Yga2V5LCAxIHNoeS4="), subs: []string{good}, wantErr: webhook.ErrSecret},
+		{name: "negative timeout", secret: testSecret, subs: []string{good}, opts: []webhook.Option{webhook.WithAttemptTimeout(-1)}},
+		{name: "negative concurrency", secret: testSecret, subs: []string{good}, opts: []webhook.Option{webhook.WithConcurrency(-1)}},
+		{name: "negative backoff", secret: testSecret, subs: []string{good}, opts: []webhook.Option{webhook.WithBackoff(-1, time.Second)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := webhook.New(webhook.NewMemoryOutbox(), tt.cfg)
+			d, err := webhook.New(webhook.NewMemoryOutbox(), tt.subs, tt.secret, tt.opts...)
 			if err == nil {
 				t.Fatalf("New() = %v, nil; want an error", d)
 			}
@@ -308,7 +306,7 @@ func TestNewRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := webhook.New(webhook.NewMemoryOutbox(), webhook.Config{Secret: []byte("raw key bytes, 24 or more"), Subscribers: []string{good, "http://127.0.0.1:8080"}}); err != nil {
+	if _, err := webhook.New(webhook.NewMemoryOutbox(), []string{good, "http://127.0.0.1:8080"}, []byte("raw key bytes, 24 or more")); err != nil {
 		t.Errorf("New() with a valid config = %v", err)
 	}
 }

@@ -7,7 +7,7 @@
 // same transaction as the plant:
 //
 //	mo := webhook.NewMemoryOutbox()
-//	d, err := webhook.New(mo, webhook.Config{Subscribers: urls, Secret: secret})
+//	d, err := webhook.New(mo, urls, secret, webhook.WithLogger(logger))
 //	ps := plantstore.New(storage,
 //		plantstore.OnCreate(mo.Add),
 //		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))

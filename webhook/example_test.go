@@ -35,7 +35,7 @@ func Example_receiver() {
 	defer receiver.Close()
 
 	mo := webhook.NewMemoryOutbox()
-	d, err := webhook.New(mo, webhook.Config{Subscribers: []string{receiver.URL}, Secret: secret})
+	d, err := webhook.New(mo, []string{receiver.URL}, secret)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -22,11 +22,10 @@ func TestDispatchersShareOutbox(t *testing.T) {
 	const n = 100
 	a, b := newReceiver(t, ok), newReceiver(t, ok)
 	path := filepath.Join(t.TempDir(), "plants.db")
-	cfg := webhook.Config{Subscribers: []string{a.url(), b.url()}}
 	var pss []*plantstore.PlantStore
 	for range 2 {
 		s, _ := openSQLite(t, path)
-		d, _, _ := start(t, s, cfg)
+		d, _, _ := start(t, s, []string{a.url(), b.url()})
 		pss = append(pss, plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
 	}
 	for id := range int64(n) {
@@ -68,12 +67,12 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	})
 	defer close(release)
 	mo := webhook.NewMemoryOutbox()
-	cfg := webhook.Config{Subscribers: []string{rc.url()}, Lease: 300 * time.Millisecond, AttemptTimeout: time.Minute}
-	d1, _, _ := start(t, renewalFails{mo}, cfg)
+	opts := []webhook.Option{webhook.WithLease(300 * time.Millisecond), webhook.WithAttemptTimeout(time.Minute)}
+	d1, _, _ := start(t, renewalFails{mo}, []string{rc.url()}, opts...)
 	mustCreate(t, newPlantStore(mo, d1), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
 
-	start(t, mo, cfg)
+	start(t, mo, []string{rc.url()}, opts...)
 	waitFor(t, "the second Dispatcher to deliver", func() bool {
 		_, delivered, _ := rc.stats()
 		return len(delivered) == 1
@@ -112,11 +111,8 @@ func TestMetrics(t *testing.T) {
 	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
 	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
-	d, _, stop := start(t, mo, webhook.Config{
-		Subscribers: []string{live.url(), failing.url()},
-		MaxAge:      500 * time.Millisecond,
-		Registerer:  reg,
-	})
+	d, _, stop := start(t, mo, []string{live.url(), failing.url()},
+		webhook.WithMaxAge(500*time.Millisecond), webhook.WithMetrics(reg))
 	ps := newPlantStore(mo, d)
 	for id := range int64(3) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
@@ -154,7 +150,7 @@ func TestMetrics(t *testing.T) {
 	if len(failingDelivered) != 0 {
 		t.Errorf("failing delivered %v, want nothing", failingDelivered)
 	}
-	if _, err := webhook.New(mo, webhook.Config{Subscribers: []string{live.url()}, Secret: testSecret, Registerer: reg}); err == nil {
+	if _, err := webhook.New(mo, []string{live.url()}, testSecret, webhook.WithMetrics(reg)); err == nil {
 		t.Errorf("New() registering the same metrics twice = nil, want an error")
 	}
 }
@@ -162,7 +158,7 @@ func TestMetrics(t *testing.T) {
 func TestStatsLogged(t *testing.T) {
 	dead := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, webhook.Config{Subscribers: []string{dead.url()}, StatsInterval: 20 * time.Millisecond})
+	d, l, _ := start(t, mo, []string{dead.url()}, webhook.WithStatsInterval(20*time.Millisecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the statistics line", func() bool {
 		return strings.Contains(l.String(), `msg="webhook: outbox" depth=1 delivered=0`)

@@ -168,22 +168,17 @@ func newLogs(t *testing.T) *logs {
 }
 
 // start runs a Dispatcher over source until the test ends or stop is
-// called. Zero fields of cfg get values small enough for tests.
-func start(t *testing.T, source plantstore.Outbox, cfg webhook.Config) (d *webhook.Dispatcher, l *logs, stop func()) {
+// called. Its poll interval and backoff are small enough for tests unless
+// opts say otherwise.
+func start(t *testing.T, source plantstore.Outbox, subscribers []string, opts ...webhook.Option) (d *webhook.Dispatcher, l *logs, stop func()) {
 	t.Helper()
 	l = newLogs(t)
-	cfg.Secret = testSecret
-	cfg.Logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 20 * time.Millisecond
-	}
-	if cfg.InitialBackoff == 0 {
-		cfg.InitialBackoff = time.Millisecond
-	}
-	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = 10 * time.Millisecond
-	}
-	d, err := webhook.New(source, cfg)
+	opts = append([]webhook.Option{
+		webhook.WithLogger(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		webhook.WithPollInterval(20 * time.Millisecond),
+		webhook.WithBackoff(time.Millisecond, 10*time.Millisecond),
+	}, opts...)
+	d, err := webhook.New(source, subscribers, testSecret, opts...)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}

@@ -38,37 +38,26 @@ const dropLogInterval = time.Minute
 // be delivered, or several processes must share the work.
 //
 // Its memory is bounded: when an event added would make more than
-// MaxPending events, or more than MaxPendingBytes bytes of them, pending
-// at once (a subscriber that is down for long, under many creates), the
-// oldest pending events are dropped, fanned out or not, for every
-// subscriber, until the rest fits. The event being added is always kept.
-// Add is never slowed or refused by a full outbox, so neither is a create.
-// Drops are counted by [MemoryOutbox.Dropped] (and by a [Dispatcher] with
-// a Registerer as plantstore_webhook_dropped_total) and logged at error
-// level: the first at once, then at most one summary line every minute
-// while drops go on. A delivery in flight when its event is dropped may
-// still be made.
+// [WithMaxPending] events, or more than [WithMaxPendingBytes] bytes of
+// them, pending at once (a subscriber that is down for long, under many
+// creates), the oldest pending events are dropped, fanned out or not, for
+// every subscriber, until the rest fits. The event being added is always
+// kept. Add is never slowed or refused by a full outbox, so neither is a
+// create. Drops are counted by [MemoryOutbox.Dropped] (and by a
+// [Dispatcher] with [WithMetrics] as plantstore_webhook_dropped_total) and
+// logged at error level: the first at once, then at most one summary line
+// every minute while drops go on. A delivery in flight when its event is
+// dropped may still be made.
 //
 // Seq values start from the clock, in nanoseconds, when the first event is
 // added, so that a restarted process does not reuse the webhook-id of an
 // event delivered before the restart and receivers that drop repeated ids
-// keep every new event. The zero value is ready to use; a MemoryOutbox is
-// safe for concurrent use.
+// keep every new event. The zero value is ready to use, with the default
+// bounds; a MemoryOutbox is safe for concurrent use.
 type MemoryOutbox struct {
-	// MaxPending caps the events not yet ended for every subscriber.
-	// Zero means DefaultMaxPending (10,000); a negative value, no cap.
-	// Set it before the first Add.
-	MaxPending int
-
-	// MaxPendingBytes caps the memory those events take, counted as their
-	// plants' names and tags plus 512 bytes each. Zero means
-	// DefaultMaxPendingBytes (64 MiB); a negative value, no cap. Set it
-	// before the first Add.
-	MaxPendingBytes int64
-
-	// Logger receives the lines about dropped events. Default
-	// slog.Default(). Set it before the first Add.
-	Logger *slog.Logger
+	maxPending      int          // 0: DefaultMaxPending; < 0: no cap
+	maxPendingBytes int64        // 0: DefaultMaxPendingBytes; < 0: no cap
+	logger          *slog.Logger // nil: slog.Default()
 
 	dropped atomic.Uint64 // events dropped, ever
 
@@ -98,8 +87,39 @@ type memoryDelivery struct {
 
 var _ plantstore.Outbox = (*MemoryOutbox)(nil)
 
+// A MemoryOption configures the [MemoryOutbox] returned by
+// [NewMemoryOutbox].
+type MemoryOption func(*MemoryOutbox)
+
+// WithMaxPending caps the events not yet ended for every subscriber at n.
+// Zero leaves the default, [DefaultMaxPending] (10,000); a negative n
+// sets no cap.
+func WithMaxPending(n int) MemoryOption {
+	return func(m *MemoryOutbox) { m.maxPending = n }
+}
+
+// WithMaxPendingBytes caps the memory those events take at n bytes,
+// counted as their plants' names and tags plus 512 bytes each. Zero
+// leaves the default, [DefaultMaxPendingBytes] (64 MiB); a negative n
+// sets no cap.
+func WithMaxPendingBytes(n int64) MemoryOption {
+	return func(m *MemoryOutbox) { m.maxPendingBytes = n }
+}
+
+// WithDropLogger sets where the lines about dropped events go. Default
+// [slog.Default].
+func WithDropLogger(l *slog.Logger) MemoryOption {
+	return func(m *MemoryOutbox) { m.logger = l }
+}
+
 // NewMemoryOutbox returns an empty MemoryOutbox.
-func NewMemoryOutbox() *MemoryOutbox { return &MemoryOutbox{} }
+func NewMemoryOutbox(opts ...MemoryOption) *MemoryOutbox {
+	m := &MemoryOutbox{}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
 
 // Add records that p was added, now. It never blocks on delivery: it only
 // stores the event in memory under a short lock, dropping the oldest
@@ -135,7 +155,7 @@ func eventSize(p plantstore.Plant) int64 {
 // than any still waiting, until the outbox is within its bounds or holds
 // one event, and returns how many it dropped. m.mu is held.
 func (m *MemoryOutbox) trim() uint64 {
-	maxN, maxBytes := m.MaxPending, m.MaxPendingBytes
+	maxN, maxBytes := m.maxPending, m.maxPendingBytes
 	if maxN == 0 {
 		maxN = DefaultMaxPending
 	}
@@ -204,7 +224,7 @@ func (m *MemoryOutbox) dropReport(now time.Time) func() {
 	}
 	n, since := m.unlogged, m.loggedAt
 	m.unlogged, m.loggedAt = 0, now
-	maxN, maxBytes := m.MaxPending, m.MaxPendingBytes
+	maxN, maxBytes := m.maxPending, m.maxPendingBytes
 	if maxN == 0 {
 		maxN = DefaultMaxPending
 	}
@@ -213,7 +233,7 @@ func (m *MemoryOutbox) dropReport(now time.Time) func() {
 	}
 	total := m.dropped.Load()
 	return func() {
-		log := m.Logger
+		log := m.logger
 		if log == nil {
 			log = slog.Default()
 		}

@@ -24,7 +24,7 @@ func TestMemoryOutboxBound(t *testing.T) {
 	name := strings.Repeat("n", 488) // 488 + 512 counted bytes: 1,000 an event
 	tests := []struct {
 		name        string
-		mo          *webhook.MemoryOutbox
+		opts        []webhook.MemoryOption
 		fanOutFirst int      // events added and fanned out before the rest
 		ackFirst    []int    // of those, the ones acknowledged by both subscribers
 		names       []string // the names of the events added after
@@ -32,38 +32,38 @@ func TestMemoryOutboxBound(t *testing.T) {
 		wantDropped uint64
 		reason      string
 	}{
-		{name: "under both bounds", mo: &webhook.MemoryOutbox{MaxPending: 5, MaxPendingBytes: 5000},
+		{name: "under both bounds", opts: []webhook.MemoryOption{webhook.WithMaxPending(5), webhook.WithMaxPendingBytes(5000)},
 			names: []string{name, name, name}, wantIDs: []int64{0, 1, 2}},
-		{name: "count", mo: &webhook.MemoryOutbox{MaxPending: 3, MaxPendingBytes: -1},
+		{name: "count", opts: []webhook.MemoryOption{webhook.WithMaxPending(3), webhook.WithMaxPendingBytes(-1)},
 			names: []string{"a", "b", "c", "d", "e"}, wantIDs: []int64{2, 3, 4}, wantDropped: 2},
-		{name: "bytes", mo: &webhook.MemoryOutbox{MaxPending: -1, MaxPendingBytes: 3000},
+		{name: "bytes", opts: []webhook.MemoryOption{webhook.WithMaxPending(-1), webhook.WithMaxPendingBytes(3000)},
 			names: []string{name, name, name, name, name}, wantIDs: []int64{2, 3, 4}, wantDropped: 2},
-		{name: "fanned out events are the oldest", mo: &webhook.MemoryOutbox{MaxPending: 3},
+		{name: "fanned out events are the oldest", opts: []webhook.MemoryOption{webhook.WithMaxPending(3)},
 			fanOutFirst: 2, names: []string{"c", "d"}, wantIDs: []int64{1, 2, 3}, wantDropped: 1,
 			reason: "event 0, fanned out and claimed, goes before event 2, still waiting"},
-		{name: "ended events are not counted", mo: &webhook.MemoryOutbox{MaxPending: 3},
+		{name: "ended events are not counted", opts: []webhook.MemoryOption{webhook.WithMaxPending(3)},
 			fanOutFirst: 3, ackFirst: []int{0, 1}, names: []string{"d", "e", "f"}, wantIDs: []int64{3, 4, 5}, wantDropped: 1,
 			reason: "events 0 and 1 ended, so only event 2 must go"},
-		{name: "acked out of order", mo: &webhook.MemoryOutbox{MaxPending: 3},
+		{name: "acked out of order", opts: []webhook.MemoryOption{webhook.WithMaxPending(3)},
 			fanOutFirst: 3, ackFirst: []int{1}, names: []string{"d", "e"}, wantIDs: []int64{2, 3, 4}, wantDropped: 1,
 			reason: "event 0 is the oldest pending; event 1 ended behind it"},
-		{name: "one event larger than the bound is kept", mo: &webhook.MemoryOutbox{MaxPendingBytes: 100},
+		{name: "one event larger than the bound is kept", opts: []webhook.MemoryOption{webhook.WithMaxPendingBytes(100)},
 			names: []string{"a", "b", name}, wantIDs: []int64{2}, wantDropped: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			tt.mo.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			mo := webhook.NewMemoryOutbox(append(tt.opts, webhook.WithDropLogger(slog.New(slog.NewTextHandler(&logs, nil))))...)
 			subs := []string{"a", "b"}
 			var seqs []int64
 			for i := range tt.fanOutFirst {
-				tt.mo.Add(plantstore.Plant{ID: int64(i), Name: "early"})
+				mo.Add(plantstore.Plant{ID: int64(i), Name: "early"})
 			}
-			if _, err := tt.mo.FanOut(ctx, subs, 100); err != nil {
+			if _, err := mo.FanOut(ctx, subs, 100); err != nil {
 				t.Fatal(err)
 			}
 			for _, sub := range subs {
-				ds, err := tt.mo.Claim(ctx, sub, "one", hour, 100)
+				ds, err := mo.Claim(ctx, sub, "one", hour, 100)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,14 +75,14 @@ func TestMemoryOutboxBound(t *testing.T) {
 				for _, i := range tt.ackFirst {
 					acks = append(acks, seqs[i])
 				}
-				if err := tt.mo.Ack(ctx, sub, acks); err != nil {
+				if err := mo.Ack(ctx, sub, acks); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i, n := range tt.names {
-				tt.mo.Add(plantstore.Plant{ID: int64(tt.fanOutFirst + i), Name: n})
+				mo.Add(plantstore.Plant{ID: int64(tt.fanOutFirst + i), Name: n})
 			}
-			if _, err := tt.mo.FanOut(ctx, subs, 100); err != nil {
+			if _, err := mo.FanOut(ctx, subs, 100); err != nil {
 				t.Fatal(err)
 			}
 			for _, sub := range subs {
@@ -91,17 +91,17 @@ func TestMemoryOutboxBound(t *testing.T) {
 				for _, seq := range seqs {
 					retries = append(retries, plantstore.Retry{Seq: seq, Attempts: 1, Due: time.Now().Add(-time.Second)})
 				}
-				if err := tt.mo.Retry(ctx, sub, "one", retries); err != nil {
+				if err := mo.Retry(ctx, sub, "one", retries); err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(tt.wantIDs, claimIDs(t, tt.mo, sub, "two", hour, 100)); diff != "" {
+				if diff := cmp.Diff(tt.wantIDs, claimIDs(t, mo, sub, "two", hour, 100)); diff != "" {
 					t.Errorf("Claim(%s) plant ids (-want +got):\n%s%s", sub, diff, tt.reason)
 				}
 			}
-			if got := tt.mo.Dropped(); got != tt.wantDropped {
+			if got := mo.Dropped(); got != tt.wantDropped {
 				t.Errorf("Dropped() = %d, want %d", got, tt.wantDropped)
 			}
-			if n, err := tt.mo.Depth(ctx); err != nil || n != len(tt.wantIDs) {
+			if n, err := mo.Depth(ctx); err != nil || n != len(tt.wantIDs) {
 				t.Errorf("Depth() = %d, %v, want %d", n, err, len(tt.wantIDs))
 			}
 			wantLines := 0
@@ -119,8 +119,8 @@ func TestMemoryOutboxBound(t *testing.T) {
 // MemoryOutbox exports its drops as plantstore_webhook_dropped_total.
 func TestMemoryOutboxDropsAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	mo := &webhook.MemoryOutbox{MaxPending: 2, Logger: slog.New(slog.DiscardHandler)}
-	if _, err := webhook.New(mo, webhook.Config{Subscribers: []string{"http://127.0.0.1:1/"}, Secret: testSecret, Registerer: reg}); err != nil {
+	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
+	if _, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, testSecret, webhook.WithMetrics(reg)); err != nil {
 		t.Fatal(err)
 	}
 	for id := range int64(7) {
@@ -135,7 +135,7 @@ func TestMemoryOutboxDropsAreCounted(t *testing.T) {
 // an event on every call: the work of a drop is a constant, whatever the
 // number of events kept.
 func BenchmarkMemoryOutboxAddFull(b *testing.B) {
-	mo := &webhook.MemoryOutbox{MaxPending: 10_000, Logger: slog.New(slog.DiscardHandler)}
+	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(10_000), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
 	ctx := context.Background()
 	for id := range int64(10_000) {
 		mo.Add(plantstore.Plant{ID: id, Name: "p"})

@@ -59,7 +59,7 @@ func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() floa
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		// All or nothing, so that a corrected Config can register again.
+		// All or nothing, so that a New with other options can register again.
 		for _, c := range done {
 			reg.Unregister(c)
 		}

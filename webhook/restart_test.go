@@ -13,7 +13,6 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/sqlstore"
-	"github.com/plantstore/plantstore/webhook"
 )
 
 // openSQLite opens the Store with an outbox over the SQLite file at path,
@@ -60,12 +59,12 @@ func TestRestartRedeliversPending(t *testing.T) {
 		return http.StatusOK
 	})
 	path := filepath.Join(t.TempDir(), "plants.db")
-	cfg := webhook.Config{Subscribers: []string{rc.url()}}
+	subs := []string{rc.url()}
 
 	// The first process creates plants while the receiver is down, then
 	// stops before any is delivered.
 	s1, close1 := openSQLite(t, path)
-	d1, _, stop1 := start(t, s1, cfg)
+	d1, _, stop1 := start(t, s1, subs)
 	ps := plantstore.New(s1, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "Fern", Tag: "✓", HasTag: true})
@@ -85,7 +84,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 	if got := pendingCount(t, s2); got != n {
 		t.Fatalf("after the restart %d events are pending, want %d", got, n)
 	}
-	start(t, s2, cfg)
+	start(t, s2, subs)
 	waitFor(t, "the outbox to empty", func() bool { return pendingCount(t, s2) == 0 })
 
 	attempts, delivered, _ := rc.stats()

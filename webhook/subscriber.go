@@ -91,9 +91,9 @@ func (s *subscriber) run(ctx context.Context) {
 	cfg := &s.d.cfg
 	jobs := make(chan *delivery)
 	// One slot per worker, so that workers seldom wait to report.
-	results := make(chan result, cfg.Concurrency)
+	results := make(chan result, cfg.concurrency)
 	var wg sync.WaitGroup
-	for range cfg.Concurrency {
+	for range cfg.concurrency {
 		wg.Go(func() {
 			for dl := range jobs {
 				results <- result{dl, s.attempt(ctx, dl)}
@@ -109,11 +109,11 @@ func (s *subscriber) run(ctx context.Context) {
 		now := time.Now()
 		if !now.Before(nextPoll) {
 			claimNow = true
-			nextPoll = now.Add(cfg.PollInterval)
+			nextPoll = now.Add(cfg.pollInterval)
 		}
 		if !now.Before(nextExtend) {
 			s.extend(ctx)
-			nextExtend = now.Add(cfg.Lease / 3)
+			nextExtend = now.Add(cfg.lease / 3)
 		}
 		s.flush(ctx)
 		if claimNow {
@@ -146,7 +146,7 @@ func (s *subscriber) run(ctx context.Context) {
 					more = false
 				}
 			}
-			claimNow = claimNow || (s.backlog && len(s.held) < cfg.MaxInFlight/2)
+			claimNow = claimNow || (s.backlog && len(s.held) < cfg.maxInFlight/2)
 		case <-s.wake:
 			claimNow = true
 		case <-timer.C:
@@ -181,7 +181,7 @@ func (s *subscriber) run(ctx context.Context) {
 // an attempt, after dropping those whose lease does not: another
 // Dispatcher may claim them.
 func (s *subscriber) nextReady() *delivery {
-	margin := min(s.d.cfg.AttemptTimeout, s.d.cfg.Lease/2)
+	margin := min(s.d.cfg.attemptTimeout, s.d.cfg.lease/2)
 	for len(s.queue) > 0 {
 		dl := s.queue[0]
 		if s.held[dl.ev.Seq] == dl && time.Until(dl.until) >= margin {
@@ -201,15 +201,15 @@ func (s *subscriber) drop(dl *delivery) {
 	}
 }
 
-// claim takes deliveries from the outbox up to MaxInFlight held. It
+// claim takes deliveries from the outbox up to the max in flight held. It
 // reports whether more may be waiting.
 func (s *subscriber) claim(ctx context.Context) bool {
-	room := s.d.cfg.MaxInFlight - len(s.held)
+	room := s.d.cfg.maxInFlight - len(s.held)
 	if room <= 0 {
 		return false
 	}
 	limit := min(room, maxRead)
-	until := time.Now().Add(s.d.cfg.Lease)
+	until := time.Now().Add(s.d.cfg.lease)
 	ds, err := s.d.source.Claim(ctx, s.key, s.d.owner, until, limit)
 	if err != nil {
 		s.logOutboxError(ctx, "claim", err)
@@ -240,7 +240,7 @@ func (s *subscriber) extend(ctx context.Context) {
 	for seq := range s.held {
 		seqs = append(seqs, seq)
 	}
-	until := time.Now().Add(s.d.cfg.Lease)
+	until := time.Now().Add(s.d.cfg.lease)
 	kept, err := s.d.source.Extend(ctx, s.key, s.d.owner, seqs, until)
 	if err != nil {
 		s.logOutboxError(ctx, "extend leases", err)
@@ -261,7 +261,7 @@ func (s *subscriber) extend(ctx context.Context) {
 
 // attempt POSTs dl once and returns nil for a 2xx response.
 func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d.cfg.AttemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.d.cfg.attemptTimeout)
 	defer cancel()
 	now := time.Now()
 	if dl.first.IsZero() {
@@ -277,7 +277,7 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 	req.Header.Set(HeaderID, dl.id)
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, signature(s.d.key, dl.id, ts, dl.body))
-	resp, err := s.d.cfg.Client.Do(req)
+	resp, err := s.d.cfg.client.Do(req)
 	if err != nil {
 		// A *url.Error repeats the URL, which may carry credentials.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -294,7 +294,7 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 }
 
 // handle takes the outcome of an attempt: it ends the delivery, or
-// schedules a retry, or abandons the event when it is older than MaxAge.
+// schedules a retry, or abandons the event when it is older than the max age.
 // The outbox learns of it at the next flush.
 func (s *subscriber) handle(ctx context.Context, r result) {
 	dl := r.dl
@@ -318,8 +318,8 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	}
 	log := s.d.log.With("subscriber", s.name, "subscriber_index", s.idx, HeaderID, dl.id,
 		"plant_id", dl.ev.Plant.ID, "attempts", attempts, "error", r.err.Error())
-	if now.Sub(born) >= s.d.cfg.MaxAge {
-		log.ErrorContext(ctx, "webhook: delivery abandoned after max age", "max_age", s.d.cfg.MaxAge)
+	if now.Sub(born) >= s.d.cfg.maxAge {
+		log.ErrorContext(ctx, "webhook: delivery abandoned after max age", "max_age", s.d.cfg.maxAge)
 		s.d.metrics.abandoned.Inc()
 		s.acks = append(s.acks, dl.ev.Seq)
 		return
@@ -337,7 +337,7 @@ func (s *subscriber) flush(ctx context.Context) {
 	if len(s.acks) == 0 && len(s.retries) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.AttemptTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.attemptTimeout)
 	defer cancel()
 	if len(s.retries) > 0 {
 		if err := s.d.source.Retry(ctx, s.key, s.d.owner, s.retries); err != nil {
@@ -357,11 +357,11 @@ func (s *subscriber) flush(ctx context.Context) {
 // backoff returns a random wait, with full jitter, before the attempt that
 // follows the given number of failed ones.
 func (s *subscriber) backoff(attempts int) time.Duration {
-	ceil := s.d.cfg.InitialBackoff
-	for i := 1; i < attempts && ceil < s.d.cfg.MaxBackoff; i++ {
+	ceil := s.d.cfg.initialBackoff
+	for i := 1; i < attempts && ceil < s.d.cfg.maxBackoff; i++ {
 		ceil *= 2
 	}
-	ceil = min(ceil, s.d.cfg.MaxBackoff)
+	ceil = min(ceil, s.d.cfg.maxBackoff)
 	return rand.N(ceil + 1)
 }
 

@@ -251,8 +251,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer closeStorage()
 
-	var psOpts []plantstore.Option
-	stopWebhooks, err := startWebhooks(ctx, o, secret, storage, &psOpts, logger, reg)
+	psOpts, stopWebhooks, err := startWebhooks(ctx, o, secret, storage, logger, reg)
 	if err != nil {
 		return err
 	}

@@ -44,34 +44,30 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 // the plant's own transaction and the state of its deliveries, which every
 // process on the same database shares by lease; memory storage keeps
 // pending deliveries in memory, at most -webhook-max-pending events and
-// -webhook-max-pending-bytes bytes of them. It adds to psOpts what the PlantStore
-// needs, and returns a function that stops delivery. reg is the binary's
-// registry, for the delivery metrics.
-func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, psOpts *[]plantstore.Option, logger *slog.Logger, reg prometheus.Registerer) (func(), error) {
+// -webhook-max-pending-bytes bytes of them. It returns the options the
+// PlantStore needs and a function that stops delivery. reg is the
+// binary's registry, for the delivery metrics.
+func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer) (psOpts []plantstore.Option, stop func(), err error) {
 	if len(o.webhooks) == 0 {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	source, durable := storage.(plantstore.Outbox)
 	if !durable {
-		mo := &webhook.MemoryOutbox{
-			MaxPending:      o.webhookMaxPending,
-			MaxPendingBytes: o.webhookMaxPendingBytes,
-			Logger:          logger,
-		}
-		*psOpts = append(*psOpts, plantstore.OnCreate(mo.Add))
+		mo := webhook.NewMemoryOutbox(
+			webhook.WithMaxPending(o.webhookMaxPending),
+			webhook.WithMaxPendingBytes(o.webhookMaxPendingBytes),
+			webhook.WithDropLogger(logger))
+		psOpts = append(psOpts, plantstore.OnCreate(mo.Add))
 		source = mo
 	}
-	d, err := webhook.New(source, webhook.Config{
-		Subscribers: o.webhooks,
-		Secret:      []byte(secret),
-		Lease:       o.webhookLease,
-		Logger:      logger,
-		Registerer:  reg,
-	})
+	d, err := webhook.New(source, o.webhooks, []byte(secret),
+		webhook.WithLease(o.webhookLease),
+		webhook.WithLogger(logger),
+		webhook.WithMetrics(reg))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	*psOpts = append(*psOpts, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
+	psOpts = append(psOpts, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -81,7 +77,7 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 		}
 	}()
 	logger.Info("delivering plant-added webhooks", "subscribers", len(o.webhooks), "durable", durable)
-	return func() {
+	return psOpts, func() {
 		cancel()
 		<-done
 	}, nil

@@ -1,0 +1,125 @@
+package webhook
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of the [Dispatcher] settings that no [Option] sets.
+const (
+	DefaultAttemptTimeout = 10 * time.Second
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 5 * time.Minute
+	DefaultMaxAge         = 24 * time.Hour
+	DefaultPollInterval   = time.Second
+	DefaultConcurrency    = 4
+	DefaultMaxInFlight    = 1000
+	DefaultLease          = 30 * time.Second
+	DefaultStatsInterval  = 30 * time.Second
+)
+
+// An Option configures the [Dispatcher] returned by [New]. A zero
+// duration or count leaves the default; a negative one makes New fail.
+type Option func(*config)
+
+type config struct {
+	client         *http.Client
+	attemptTimeout time.Duration
+	initialBackoff time.Duration
+	maxBackoff     time.Duration
+	maxAge         time.Duration
+	pollInterval   time.Duration
+	concurrency    int
+	maxInFlight    int
+	lease          time.Duration
+	registerer     prometheus.Registerer
+	statsInterval  time.Duration
+	logger         *slog.Logger
+}
+
+// WithClient makes the Dispatcher send deliveries with c. The default
+// never follows redirects: like any status other than 2xx, a 3xx fails
+// the attempt.
+func WithClient(c *http.Client) Option {
+	return func(cfg *config) { cfg.client = c }
+}
+
+// WithAttemptTimeout bounds one delivery attempt, response included.
+// Default [DefaultAttemptTimeout], 10s.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(cfg *config) { cfg.attemptTimeout = d }
+}
+
+// WithBackoff bounds the wait before a retry: before attempt n+1 the
+// Dispatcher waits a random time between zero and
+// min(maxWait, initial·2ⁿ⁻¹) ("full jitter"). Defaults
+// [DefaultInitialBackoff] and [DefaultMaxBackoff], 1s and 5m; a maxWait
+// below initial is taken as initial.
+func WithBackoff(initial, maxWait time.Duration) Option {
+	return func(cfg *config) { cfg.initialBackoff, cfg.maxBackoff = initial, maxWait }
+}
+
+// WithMaxAge sets how long after its Event.Time an event is retried. Once
+// a failed attempt finds the event older than d, the event is abandoned
+// for that subscriber and the abandonment logged. Every event is
+// attempted at least once per subscriber. Default [DefaultMaxAge], 24h.
+func WithMaxAge(d time.Duration) Option {
+	return func(cfg *config) { cfg.maxAge = d }
+}
+
+// WithPollInterval sets how often the outbox is read when nothing calls
+// [Dispatcher.Notify]: for events that other processes added, and for
+// retries that come due. Default [DefaultPollInterval], 1s.
+func WithPollInterval(d time.Duration) Option {
+	return func(cfg *config) { cfg.pollInterval = d }
+}
+
+// WithConcurrency caps the attempts in flight to one subscriber. Default
+// [DefaultConcurrency].
+func WithConcurrency(n int) Option {
+	return func(cfg *config) { cfg.concurrency = n }
+}
+
+// WithMaxInFlight caps the deliveries to one subscriber that the
+// Dispatcher holds claimed, waiting or in flight. A subscriber that falls
+// behind stops claiming until it catches up; other subscribers are not
+// held back. Default [DefaultMaxInFlight], 1000.
+func WithMaxInFlight(n int) Option {
+	return func(cfg *config) { cfg.maxInFlight = n }
+}
+
+// WithLease sets how long a claimed delivery stays with this Dispatcher
+// before another one sharing the outbox may claim it. The Dispatcher
+// renews its leases every third of d while it lives, so d is how long the
+// deliveries of a process that died wait for another. Default
+// [DefaultLease], 30s.
+func WithLease(d time.Duration) Option {
+	return func(cfg *config) { cfg.lease = d }
+}
+
+// WithMetrics registers the Dispatcher's metrics with reg:
+// plantstore_webhook_deliveries_total,
+// plantstore_webhook_failed_attempts_total,
+// plantstore_webhook_abandoned_total and the gauge
+// plantstore_webhook_outbox_depth, and for a [*MemoryOutbox]
+// plantstore_webhook_dropped_total. [New] fails when the names are taken.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(cfg *config) { cfg.registerer = reg }
+}
+
+// WithStatsInterval sets how often the outbox depth and the delivery rate
+// are logged at info level, while either is not zero. Default
+// [DefaultStatsInterval], 30s.
+func WithStatsInterval(d time.Duration) Option {
+	return func(cfg *config) { cfg.statsInterval = d }
+}
+
+// WithLogger sets where delivery failures, abandonments and the periodic
+// statistics are logged. They never carry secrets, bodies, or subscriber
+// URLs beyond scheme and host. Default [slog.Default].
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) { cfg.logger = l }
+}
