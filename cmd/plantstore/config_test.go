@@ -155,8 +155,8 @@ func TestBadVariableIsNamed(t *testing.T) {
 			if err == nil {
 				t.Fatal("run = nil, want an error")
 			}
-			if !strings.Contains(err.Error(), tt.name) {
-				t.Errorf("run = %q, want it to name %s", err, tt.name)
+			if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != tt.name {
+				t.Errorf("run = %v, want a *flagError naming %s", err, tt.name)
 			}
 			if stdout.String() != "" {
 				t.Errorf("stdout = %q, want nothing", stdout.String())

@@ -207,8 +207,8 @@ func TestTimeoutFlagsMustBePositive(t *testing.T) {
 		{"-write-timeout", "0s"},
 	} {
 		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "must be positive") {
-			t.Errorf("run %v = %v, want an error saying the timeout must be positive", args, err)
+		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != args[0] || !errors.Is(err, errNotPositive) {
+			t.Errorf("run %v = %v, want a *flagError saying %s must be positive", args, err, args[0])
 		}
 	}
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
+// errNoWebhookSecret is webhookSecret's error when -webhook has
+// subscribers and nothing gives the secret to sign for them.
+var errNoWebhookSecret = errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+
 // webhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
 // no subscribers. It is read and checked with [webhook.CheckSecret] before
@@ -31,7 +35,7 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 		secret, from = strings.TrimSpace(string(data)), "webhook secret file "+o.webhookSecret
 	}
 	if secret == "" {
-		return "", errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+		return "", errNoWebhookSecret
 	}
 	if err := webhook.CheckSecret([]byte(secret)); err != nil {
 		return "", fmt.Errorf("%s: %w", from, err)
