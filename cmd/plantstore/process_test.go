@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 var (
@@ -59,53 +61,11 @@ func TestMain(m *testing.M) {
 
 const procToken = "process-test-token"
 
-type process struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *lockedBuffer
-	exited chan struct{} // closed when the process has exited
-	err    error         // how it exited, once exited is closed
-}
-
-// startProcess starts the built binary with args and waits for its
-// listening line.
-func startProcess(t *testing.T, args ...string) *process {
+// startProcess starts the built binary with args after -addr 127.0.0.1:0,
+// accepting procToken, and waits for its listening line.
+func startProcess(t *testing.T, args ...string) *proctest.Process {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				urls <- u
-			}
-		}
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case p.url = <-urls:
-		return p
-	case <-p.exited:
-		t.Fatalf("plantstore exited before listening: %v\n%s", p.err, p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("plantstore did not start:\n%s", p.stderr)
-	}
-	return nil
+	return proctest.Start(t, binary(t), proctest.Env("PLANTSTORE_TOKENS="+procToken), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 }
 
 // client keeps enough idle connections for the concurrent tests.
@@ -205,9 +165,9 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 			for i := range perWorker {
 				id := int64(w*perWorker + i)
 				name := fmt.Sprint("plant-", id)
-				status, _, err := create(p.url, id, name)
+				status, _, err := create(p.URL, id, name)
 				if sent.Add(1) == workers*perWorker/2 {
-					p.cmd.Process.Signal(syscall.SIGKILL)
+					p.Cmd.Process.Signal(syscall.SIGKILL)
 					close(killed)
 				}
 				if err == nil && status == 200 {
@@ -220,13 +180,13 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 	}
 	wg.Wait()
 	<-killed
-	<-p.exited
+	<-p.Exited()
 	if len(acked) < workers*perWorker/4 {
 		t.Fatalf("only %d creates were acknowledged before the kill; the test needs thousands", len(acked))
 	}
 
 	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.url)
+	stored := listAll(t, p2.URL)
 	lost := 0
 	for id, name := range acked {
 		if stored[id] != name {
@@ -237,7 +197,7 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged plants were lost after SIGKILL", lost, len(acked))
 	}
 	t.Logf("%d creates acknowledged before SIGKILL, all kept (%d stored)", len(acked), len(stored))
-	if status, _, err := create(p2.url, 1_000_000, "after restart"); err != nil || status != 200 {
+	if status, _, err := create(p2.URL, 1_000_000, "after restart"); err != nil || status != 200 {
 		t.Errorf("create after restart = %d, %v, want 200", status, err)
 	}
 }
@@ -282,9 +242,9 @@ func TestTwoProcessesOnOnePostgres(t *testing.T) {
 		var wg sync.WaitGroup
 		var ok, conflict, other atomic.Int64
 		for i := range 32 {
-			url := a.url
+			url := a.URL
 			if i%2 == 1 {
-				url = b.url
+				url = b.URL
 			}
 			wg.Go(func() {
 				status, code, err := create(url, id, fmt.Sprint("racer-", i))
@@ -324,9 +284,9 @@ func TestShutdownUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for !stop.Load() {
 				id := next.Add(1)
-				status, _, err := create(p.url, id, fmt.Sprint("p", id))
+				status, _, err := create(p.URL, id, fmt.Sprint("p", id))
 				if sent.Add(1) == 2000 {
-					p.cmd.Process.Signal(syscall.SIGTERM)
+					p.Cmd.Process.Signal(syscall.SIGTERM)
 				}
 				switch {
 				case err != nil:
@@ -348,15 +308,15 @@ func TestShutdownUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	select {
-	case <-p.exited:
-		if p.err != nil {
-			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.err, p.stderr)
+	case <-p.Exited():
+		if p.Err() != nil {
+			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.Err(), p.Stderr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("plantstore did not exit within the drain timeout")
 	}
 	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.url)
+	stored := listAll(t, p2.URL)
 	for _, id := range acked {
 		if _, ok := stored[id]; !ok {
 			t.Errorf("acknowledged plant %d is not stored", id)
@@ -365,9 +325,15 @@ func TestShutdownUnderLoad(t *testing.T) {
 	t.Logf("%d creates acknowledged around SIGTERM, all stored", len(acked))
 }
 
+// isConnError reports whether err is a connection refused, reset or closed
+// before any answer began.
 func isConnError(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) ||
-		strings.Contains(err.Error(), "server closed idle connection") ||
-		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return true
+	}
+	// A POST sent as the server closed the idle connection it went on
+	// ends in net/http's errServerClosedIdle, which is not exported: its
+	// exact text, under the *url.Error, is the only way to know it.
+	ue, ok := errors.AsType[*url.Error](err)
+	return ok && ue.Err.Error() == "http: server closed idle connection"
 }

@@ -94,24 +94,42 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
+	return StartCmd(t, cmd)
+}
+
+// StartCmd starts cmd as [Start] starts a program. An output the caller
+// has set on cmd, such as a pipe it means to leave unread, stays the
+// caller's: the Process's Buffer for it stays empty, and the "listening
+// on" line must come on the other.
+func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	bin := cmd.Path
 	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	type output struct {
+		r   io.Reader
+		buf *Buffer
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	var outputs []output
+	if cmd.Stdout == nil {
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, output{stdout, p.Stdout})
+	}
+	if cmd.Stderr == nil {
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, output{stderr, p.Stderr})
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	urls := make(chan string, 2)
 	var readers sync.WaitGroup
-	for _, s := range []struct {
-		r   io.Reader
-		buf *Buffer
-	}{{stdout, p.Stdout}, {stderr, p.Stderr}} {
+	for _, s := range outputs {
 		readers.Go(func() {
 			sc := bufio.NewScanner(s.r)
 			for sc.Scan() {
@@ -146,6 +164,16 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Process {
 		t.Fatalf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
 	}
 	return nil
+}
+
+// Exited returns a channel that is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err returns how the process exited, nil for status 0, once [Process.Exited]
+// is closed.
+func (p *Process) Err() error {
+	<-p.exited
+	return p.err
 }
 
 // Stop sends the process SIGTERM and returns how it exited: nil for
