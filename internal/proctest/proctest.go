@@ -103,6 +103,23 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Process {
 // on" line must come on the other.
 func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 	t.Helper()
+	p := start(t, cmd)
+	if p.URL == "" {
+		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", cmd.Path, p.err, p.Stdout, p.Stderr)
+	}
+	return p
+}
+
+// StartOrExit starts cmd as [StartCmd] does, but returns as soon as the
+// program either listens or exits: for a program that may refuse to start.
+// The Process's URL is "" when it exited, and [Process.Err] says how.
+func StartOrExit(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	return start(t, cmd)
+}
+
+func start(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
 	bin := cmd.Path
 	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
 	type output struct {
@@ -159,7 +176,12 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 	case p.URL = <-urls:
 		return p
 	case <-p.exited:
-		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", bin, p.err, p.Stdout, p.Stderr)
+		// A line may have come just before the exit.
+		select {
+		case p.URL = <-urls:
+		default:
+		}
+		return p
 	case <-time.After(Wait):
 		t.Fatalf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
 	}
