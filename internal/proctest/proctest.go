@@ -5,6 +5,7 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -120,6 +121,24 @@ func StartOrExit(t testing.TB, cmd *exec.Cmd) *Process {
 
 func start(t testing.TB, cmd *exec.Cmd) *Process {
 	t.Helper()
+	p, err := Launch(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// Launch starts cmd and returns once the program either listens or exits;
+// then the Process's URL is "" and [Process.Err] says how it exited. It
+// needs no test, so that a goroutine other than the test's may restart a
+// program, and leaves stopping the program to the caller. Its error says
+// the program could not be started, or printed nothing in time (it is
+// then killed).
+func Launch(cmd *exec.Cmd) (*Process, error) {
 	bin := cmd.Path
 	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
 	type output struct {
@@ -130,19 +149,19 @@ func start(t testing.TB, cmd *exec.Cmd) *Process {
 	if cmd.Stdout == nil {
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		outputs = append(outputs, output{stdout, p.Stdout})
 	}
 	if cmd.Stderr == nil {
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		outputs = append(outputs, output{stderr, p.Stderr})
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	urls := make(chan string, 2)
 	var readers sync.WaitGroup
@@ -168,24 +187,20 @@ func start(t testing.TB, cmd *exec.Cmd) *Process {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-	})
 	select {
 	case p.URL = <-urls:
-		return p
 	case <-p.exited:
 		// A line may have come just before the exit.
 		select {
 		case p.URL = <-urls:
 		default:
 		}
-		return p
 	case <-time.After(Wait):
-		t.Fatalf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
+		cmd.Process.Kill()
+		<-p.exited
+		return nil, fmt.Errorf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
 	}
-	return nil
+	return p, nil
 }
 
 // Exited returns a channel that is closed once the process has exited.
