@@ -35,11 +35,22 @@ func Build(t testing.TB, pkg string) string {
 		name = "program"
 	}
 	bin := filepath.Join(t.TempDir(), name)
+	BuildAt(t, bin, pkg)
+	return bin
+}
+
+// BuildAt compiles the main package pkg as Build does, into the file bin:
+// for a program that must live where other users can reach it, which the
+// test's temporary directory forbids.
+func BuildAt(t testing.TB, bin, pkg string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts a program; skipped in -short mode")
+	}
 	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
-	return bin
 }
 
 // A Buffer collects a process's output safely across goroutines.
