@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -21,33 +19,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/proctest"
 	"github.com/plantstore/plantstore/sqlstore"
 )
-
-// dirSnapshot returns the sha256 of every file in dir by name, so that a
-// test can tell that nothing was created, removed or changed there.
-func dirSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]string{}
-	for _, e := range entries {
-		if e.IsDir() {
-			sums[e.Name()] = "directory"
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(b)
-		sums[e.Name()] = hex.EncodeToString(sum[:])
-	}
-	return sums
-}
 
 // writeSQLite runs stmts on a SQLite file at path through a connection
 // with no pragmas, as another application would.
@@ -196,14 +171,14 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "p.db")
 			tt.write(t, path)
-			before := dirSnapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 
 			o := runBinary(t, false, "-db", path)
 			if o.listening || o.code != 1 {
 				t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
 			}
 			logged := startupFailure(t, o.stderr)
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
 			}
 
@@ -216,7 +191,7 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 			if err != nil && logged != err.Error() {
 				t.Errorf("the binary logged %q, want run's error %q", logged, err)
 			}
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused run (-want +got):\n%s", diff)
 			}
 		})
@@ -295,7 +270,7 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 				dir = nobodyDir(t, tt.dirPerm)
 			}
 			path := tt.setup(t, dir)
-			before := dirSnapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 
 			o := runBinary(t, tt.nobody, "-db", path)
 			if o.listening || o.code != 1 {
@@ -314,7 +289,7 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 			if strings.Contains(logged, plantstore.ErrUnavailable.Error()) {
 				t.Errorf("the logged error %q calls a configuration error a passing outage", logged)
 			}
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a failed start (-want +got):\n%s", diff)
 			}
 
