@@ -187,6 +187,19 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
+func TestTimeoutFlagsMustBePositive(t *testing.T) {
+	for _, args := range [][]string{
+		{"-read-header-timeout", "0s"},
+		{"-read-timeout", "-1s"},
+		{"-write-timeout", "0s"},
+	} {
+		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
+		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != args[0] || !errors.Is(err, errNotPositive) {
+			t.Errorf("run %v = %v, want a *flagError saying %s must be positive", args, err, args[0])
+		}
+	}
+}
+
 func TestTokenFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
