@@ -253,7 +253,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	pollUntil(t, "the first failure to be logged", func() bool {
-		return strings.Contains(p.Stderr.String(), "storage unavailable")
+		return logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
 	sc := bufio.NewScanner(strings.NewReader(p.Stderr.String()))
@@ -352,6 +352,6 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	var logs proctest.Buffer
 	go io.Copy(&logs, r)
 	pollUntil(t, "a line reporting the dropped log lines", func() bool {
-		return strings.Contains(logs.String(), "log lines dropped")
+		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
 }
