@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -175,8 +174,8 @@ func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
 			if errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
 			}
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("the error %q does not name the file", err)
+			if np, ok := errors.AsType[*notPlantstoreErr](err); !ok || np.what != path {
+				t.Errorf("PrepareSQLiteFile = %v, want a *notPlantstoreErr naming %s", err, path)
 			}
 			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused PrepareSQLiteFile (-want +got):\n%s", diff)
