@@ -124,18 +124,6 @@ func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
 	return events, deliveries
 }
 
-// waitUntil polls cond until it holds, or fails the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting, after %v, for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // createSpread creates plants first…first+n-1 over the processes in turn,
 // 16 at a time.
 func createSpread(t *testing.T, procs []*proctest.Process, first int64, n int) {

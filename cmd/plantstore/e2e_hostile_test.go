@@ -228,7 +228,7 @@ func TestUnreadAnswersAreCutOff(t *testing.T) {
 	// shows the server's end leave ESTABLISHED when the server closes it;
 	// where it does not, the client waits four write timeouts instead.
 	if _, ok := serverEndState(conn); ok {
-		pollUntil(t, "the server to close the connection whose answers go unread", func() bool {
+		waitUntil(t, time.Minute, "the server to close the connection whose answers go unread", func() bool {
 			state, ok := serverEndState(conn)
 			return !ok || state != tcpEstablished
 		})

@@ -40,17 +40,6 @@ func readyzCode(base string, limit time.Duration) (int, error) {
 	return errorCode(body), nil
 }
 
-// pollUntil calls cond until it holds, or fails the test after 60 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted
 // when the test ends, or skips the test when this process may not mount.
 func mountTmpfs(t *testing.T, size int) string {
@@ -117,7 +106,7 @@ func TestDiskFullReadiness(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no create succeeded before the disk filled")
 	}
-	pollUntil(t, "GET /readyz to answer 503 on a full disk", func() bool {
+	waitUntil(t, time.Minute, "GET /readyz to answer 503 on a full disk", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz on a full disk: %v", err)
@@ -131,7 +120,7 @@ func TestDiskFullReadiness(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "GET /readyz to answer 200 once space is free", func() bool {
+	waitUntil(t, time.Minute, "GET /readyz to answer 200 once space is free", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz after freeing space: %v", err)
@@ -195,7 +184,7 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
 	}
 	proxy.Stall()
-	pollUntil(t, "GET /readyz to answer 503 with the database stalled", func() bool {
+	waitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
@@ -211,7 +200,7 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
 	}
 	proxy.Resume()
-	pollUntil(t, "GET /readyz to answer 200 after the stall", func() bool {
+	waitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		return err == nil && code == 0
 	})
@@ -252,7 +241,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	pollUntil(t, "the first failure to be logged", func() bool {
+	waitUntil(t, time.Minute, "the first failure to be logged", func() bool {
 		return logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
@@ -351,7 +340,7 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	// Reading the pipe again lets the logs through, with the count.
 	var logs proctest.Buffer
 	go io.Copy(&logs, r)
-	pollUntil(t, "a line reporting the dropped log lines", func() bool {
+	waitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
 		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
 }

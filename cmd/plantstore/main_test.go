@@ -36,6 +36,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// waitUntil polls cond until it holds, or fails the test after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting, after %v, for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startRun starts run in-process and returns its base URL and a function
 // that stops it (as SIGTERM would) and returns run's error.
 func startRun(t *testing.T, args []string, env map[string]string) (url string, stdout, stderr *lockedBuffer, stop func() error) {
