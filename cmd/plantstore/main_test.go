@@ -225,7 +225,7 @@ func TestTokenFile(t *testing.T) {
 		}
 	}
 	stop()
-	if !strings.Contains(stderr.String(), "readable by group or others") {
+	if logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
 		t.Errorf("no warning about the token file's mode:\n%s", stderr)
 	}
 	if strings.Contains(stderr.String(), "file-token") {
