@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -456,23 +455,4 @@ func TestProcessUsageErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-// logged counts the records in text log output, a binary's stderr, whose
-// message is exactly msg. The log is what an operator reads, so its text is
-// the interface these tests check.
-func logged(output, msg string) int {
-	field := "msg=" + strconv.Quote(msg)
-	n := 0
-	for line := range strings.Lines(output) {
-		line = strings.TrimSuffix(line, "\n")
-		i := strings.Index(line, field)
-		if i < 0 || i > 0 && line[i-1] != ' ' {
-			continue
-		}
-		if rest := line[i+len(field):]; rest == "" || rest[0] == ' ' {
-			n++
-		}
-	}
-	return n
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,25 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// logged counts the records in text log output, a binary's stderr, whose
+// message is exactly msg. The log is what an operator reads, so its text is
+// the interface these tests check.
+func logged(output, msg string) int {
+	field := "msg=" + strconv.Quote(msg)
+	n := 0
+	for line := range strings.Lines(output) {
+		line = strings.TrimSuffix(line, "\n")
+		i := strings.Index(line, field)
+		if i < 0 || i > 0 && line[i-1] != ' ' {
+			continue
+		}
+		if rest := line[i+len(field):]; rest == "" || rest[0] == ' ' {
+			n++
+		}
+	}
+	return n
 }
 
 // startRun starts run in-process and returns its base URL and a function
