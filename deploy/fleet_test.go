@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 const token = "fleet-test-token"
@@ -68,15 +70,13 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "plantstore")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/plantstore").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	proctest.BuildAt(t, bin, "../cmd/plantstore")
 	ports := freePorts(t, 5)
 	f := &fleet{
 		dir:       dir,
 		url:       "http://127.0.0.1:" + ports[0],
 		instances: []string{"127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2], "127.0.0.1:" + ports[3]},
-		env: append(os.Environ(),
+		env: proctest.Env(
 			"FLEET_DIR="+dir,
 			"FLEET_LB_ADDR=127.0.0.1:"+ports[0],
 			"FLEET_PORTS="+strings.Join(ports[1:4], " "),

@@ -115,21 +115,21 @@ func PrepareSQLiteFile(ctx context.Context, driverName, path string) error {
 // notPlantstoreError returns an error wrapping [ErrNotPlantstore] that says
 // why what, a file's path or "the database", is not plantstore's.
 func notPlantstoreError(what, why string) error {
-	return &wrapped{
-		msg: "sqlstore: " + what + " is not a plantstore database: " + why,
-		err: ErrNotPlantstore,
-	}
+	return &notPlantstoreErr{what: what, why: why}
 }
 
-// wrapped is an error with a message of its own that wraps err, for when
-// err's text would only repeat what the message says.
-type wrapped struct {
-	msg string
-	err error
+// A notPlantstoreErr is the error notPlantstoreError returns. It has a message
+// of its own, since ErrNotPlantstore's text would only repeat it.
+type notPlantstoreErr struct {
+	what string // a file's path, or "the database"
+	why  string // what it holds instead
 }
 
-func (w *wrapped) Error() string { return w.msg }
-func (w *wrapped) Unwrap() error { return w.err }
+func (e *notPlantstoreErr) Error() string {
+	return "sqlstore: " + e.what + " is not a plantstore database: " + e.why
+}
+
+func (e *notPlantstoreErr) Unwrap() error { return ErrNotPlantstore }
 
 // sqliteMagic is how every SQLite database file begins.
 const sqliteMagic = "SQLite format 3\x00"

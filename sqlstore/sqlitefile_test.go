@@ -3,46 +3,20 @@ package sqlstore
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/dirtest"
 )
-
-// snapshot returns the sha256 of every file in dir by name, so that a test
-// can tell that nothing was created, removed or changed there.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]string{}
-	for _, e := range entries {
-		if e.IsDir() {
-			sums[e.Name()] = "directory"
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(b)
-		sums[e.Name()] = hex.EncodeToString(sum[:])
-	}
-	return sums
-}
 
 // execSQLite runs stmts on the SQLite file at path through a connection
 // with no pragmas, as another application would, and closes it.
@@ -192,7 +166,7 @@ func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
 			}
 			path := filepath.Join(dir, "plants.db")
 			ff.write(t, path)
-			before := snapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
 			if !errors.Is(err, ErrNotPlantstore) {
 				t.Fatalf("PrepareSQLiteFile = %v, want ErrNotPlantstore", err)
@@ -200,10 +174,10 @@ func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
 			if errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
 			}
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("the error %q does not name the file", err)
+			if np, ok := errors.AsType[*notPlantstoreErr](err); !ok || np.what != path {
+				t.Errorf("PrepareSQLiteFile = %v, want a *notPlantstoreErr naming %s", err, path)
 			}
-			if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused PrepareSQLiteFile (-want +got):\n%s", diff)
 			}
 		})
@@ -247,7 +221,7 @@ func TestPrepareSQLiteFilePathErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := tt.path(dir)
-			before := snapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("PrepareSQLiteFile(%s) = %v, want %v", path, err, tt.wantErr)
@@ -259,7 +233,7 @@ func TestPrepareSQLiteFilePathErrors(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Errorf("PrepareSQLiteFile = %v, want an *fs.PathError naming the file or directory", err)
 			}
-			if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a failed PrepareSQLiteFile (-want +got):\n%s", diff)
 			}
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,43 @@ const envPrefix = "PLANTSTORE_"
 func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
+
+// A flagError is a flag, or the variable that stood for it, whose value
+// the binary cannot use. Its message names what the user gave, so that
+// they know what to fix.
+type flagError struct {
+	Flag string // the flag's name, without its dash
+	Name string // how the user gave it: "-" + Flag, or the variable that set it
+	// Unparsed is the variable's value when the flag could not parse it,
+	// and "" when the flag took its value.
+	Unparsed string
+	Err      error // why: a valueRule, or the cause
+}
+
+func (e *flagError) Error() string {
+	switch {
+	case e.Unparsed != "":
+		return fmt.Sprintf("invalid value %q in %s (the variable of -%s): %v", e.Unparsed, e.Name, e.Flag, e.Err)
+	case errors.As(e.Err, new(valueRule)):
+		return e.Name + " " + e.Err.Error()
+	}
+	return e.Name + ": " + e.Err.Error()
+}
+
+func (e *flagError) Unwrap() error { return e.Err }
+
+// A valueRule is a rule a flag's value breaks, which reads after the flag's
+// name: "-max-body must be positive".
+type valueRule string
+
+func (r valueRule) Error() string { return string(r) }
+
+// The rules that parseFlags checks.
+const (
+	errNotPositive valueRule = "must be positive"
+	errNegative    valueRule = "must not be negative"
+	errLogFormat   valueRule = "must be text or json"
+)
 
 // noEnv names the flags that no variable sets: they ask the binary for
 // something other than serving.
@@ -58,7 +96,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) (map[string]string, 
 		}
 		for _, v := range values {
 			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("invalid value %q in %s (the variable of -%s): %w", v, name, f.Name, serr)
+				err = &flagError{Flag: f.Name, Name: name, Unparsed: v, Err: serr}
 				return
 			}
 		}

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,26 +10,33 @@ import (
 
 func TestCheckOrigin(t *testing.T) {
 	tests := []struct {
-		origin  string
-		wantErr string // a substring of the error; "" for none
+		origin   string
+		wantErr  error  // matched with errors.Is; nil for none, or for wantForm
+		wantForm string // the origin an *originFormError asks for; "" for none
 	}{
-		{"*", ""},
-		{"https://app.example.com", ""},
-		{"http://localhost:3000", ""},
-		{"http://[::1]:8080", ""},
-		{"https://app.example.com/", `"https://app.example.com"`},
-		{"https://App.Example.com", `"https://app.example.com"`},
-		{"https://app.example.com:443", `"https://app.example.com"`},
-		{"http://app.example.com:80/x", `"http://app.example.com"`},
-		{"app.example.com", `want "*" or an origin`},
-		{"ftp://files.example.com", `want "*" or an origin`},
-		{"https://user@app.example.com", `want "*" or an origin`},
-		{"", `want "*" or an origin`},
+		{origin: "*"},
+		{origin: "https://app.example.com"},
+		{origin: "http://localhost:3000"},
+		{origin: "http://[::1]:8080"},
+		{origin: "https://app.example.com/", wantForm: "https://app.example.com"},
+		{origin: "https://App.Example.com", wantForm: "https://app.example.com"},
+		{origin: "https://app.example.com:443", wantForm: "https://app.example.com"},
+		{origin: "http://app.example.com:80/x", wantForm: "http://app.example.com"},
+		{origin: "app.example.com", wantErr: errNotAnOrigin},
+		{origin: "ftp://files.example.com", wantErr: errNotAnOrigin},
+		{origin: "https://user@app.example.com", wantErr: errNotAnOrigin},
+		{origin: "", wantErr: errNotAnOrigin},
 	}
 	for _, tt := range tests {
 		err := checkOrigin(tt.origin)
-		if got := err != nil; got != (tt.wantErr != "") || got && !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("checkOrigin(%q) = %v, want an error containing %q (none if empty)", tt.origin, err, tt.wantErr)
+		if tt.wantForm != "" {
+			if fe, ok := errors.AsType[*originFormError](err); !ok || fe.Want != tt.wantForm {
+				t.Errorf("checkOrigin(%q) = %v, want an *originFormError asking for %q", tt.origin, err, tt.wantForm)
+			}
+			continue
+		}
+		if !errors.Is(err, tt.wantErr) {
+			t.Errorf("checkOrigin(%q) = %v, want %v", tt.origin, err, tt.wantErr)
 		}
 	}
 }

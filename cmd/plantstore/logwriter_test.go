@@ -59,12 +59,9 @@ func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
 	}
 
 	close(out.release)
-	for deadline := time.Now().Add(10 * time.Second); reported.Load() != dropped; {
-		if time.Now().After(deadline) {
-			t.Fatalf("reported %d dropped lines, want %d", reported.Load(), dropped)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("%d dropped lines to be reported", dropped), func() bool {
+		return reported.Load() == dropped
+	})
 	lw.Close()
 	got := out.String()
 	if kept := int64(strings.Count(got, line)); kept+dropped != n {

@@ -93,6 +93,11 @@ func (o *options) name(f string) string {
 	return "-" + f
 }
 
+// flagError returns a *flagError for flag f, named as the user gave it.
+func (o *options) flagError(f string, err error) error {
+	return &flagError{Flag: f, Name: o.name(f), Err: err}
+}
+
 // errBadArgs marks a command line that does not parse: main exits 2 for
 // it, as the flag package's own programs do.
 var errBadArgs = errors.New("see plantstore -h")
@@ -143,40 +148,40 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if _, _, err := parseDB(o.db); err != nil {
 		if v, ok := o.fromEnv["db"]; ok {
-			return o, fmt.Errorf("%s: %w", v, err)
+			return o, &flagError{Flag: "db", Name: v, Err: err}
 		}
 		return o, err
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
-		return o, fmt.Errorf("%s must be text or json, not %q", o.name("log-format"), o.logFormat)
+		return o, o.flagError("log-format", fmt.Errorf("%w, not %q", errLogFormat, o.logFormat))
 	}
 	for _, f := range []struct {
 		flag string
 		n    int64
 	}{{"max-body", o.maxBody}, {"webhook-max-pending", int64(o.webhookMaxPending)}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
 		if f.n <= 0 {
-			return o, fmt.Errorf("%s must be positive", o.name(f.flag))
+			return o, o.flagError(f.flag, errNotPositive)
 		}
 	}
 	if o.shutdownTimeout < 0 {
-		return o, fmt.Errorf("%s must not be negative", o.name("shutdown-timeout"))
+		return o, o.flagError("shutdown-timeout", errNegative)
 	}
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
 	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
 		if t.d <= 0 {
-			return o, fmt.Errorf("%s must be positive", o.name(t.flag))
+			return o, o.flagError(t.flag, errNotPositive)
 		}
 	}
 	for _, origin := range o.corsOrigins {
 		if err := checkOrigin(origin); err != nil {
-			return o, fmt.Errorf("%s: %w", o.name("cors-origin"), err)
+			return o, o.flagError("cors-origin", err)
 		}
 	}
 	if o.metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
-			return o, fmt.Errorf("%s: %w", o.name("metrics-addr"), err)
+			return o, o.flagError("metrics-addr", err)
 		}
 	}
 	return o, nil

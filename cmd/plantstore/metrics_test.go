@@ -208,16 +208,16 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 		t.Fatalf("create = %d %s, want 200", status, body)
 	}
 	<-received
-	for i := 0; ; i++ {
+	var delivered, depth float64
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v", delivered, depth)
+		}
+	})
+	waitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 1 and plantstore_webhook_outbox_depth 0 after one delivery", func() bool {
 		mfs := scrape(t, url+"/metrics")
-		delivered := find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
-		depth := find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
-		if delivered == 1 && depth == 0 {
-			break
-		}
-		if i == 500 {
-			t.Fatalf("after one delivery: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v; want 1 and 0", delivered, depth)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
+		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
+		return delivered == 1 && depth == 0
+	})
 }

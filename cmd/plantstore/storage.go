@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,7 +11,8 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-const dbForms = `want "memory", a SQLite file path ending in .db, .sqlite or .sqlite3 (or sqlite:PATH), or a postgres:// or postgresql:// URL`
+// errDBForm is why parseDB refuses a -db value: it names no storage.
+var errDBForm = errors.New(`want "memory", a SQLite file path ending in .db, .sqlite or .sqlite3 (or sqlite:PATH), or a postgres:// or postgresql:// URL`)
 
 // A storageKind is a form of -db.
 type storageKind int
@@ -36,7 +38,7 @@ func parseDB(db string) (storageKind, string, error) {
 	}
 	// A mistyped scheme is where a password is most likely given to a
 	// form that is not recognised: it is hidden here too.
-	return 0, "", fmt.Errorf("-db %q: %s", redactDSN(db), dbForms)
+	return 0, "", fmt.Errorf("-db %q: %w", redactDSN(db), errDBForm)
 }
 
 // openStorage opens the storage -db names, which parseFlags has checked.

@@ -23,6 +23,34 @@ const maxSecretFile = 1 << 20
 // maxSecretFile.
 var errFileTooLarge = errors.New("larger than 1 MiB")
 
+// A secretFileError is a file of secrets that cannot be used.
+type secretFileError struct {
+	Path string
+	Err  error // why: errFileTooLarge
+}
+
+func (e *secretFileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *secretFileError) Unwrap() error { return e.Err }
+
+// A badTokenError says where loadTokens found a token that no client
+// could send, and why, without the token.
+type badTokenError struct {
+	File string // the token file, or "" for PLANTSTORE_TOKENS
+	// Line is the token's line in File, or its item in PLANTSTORE_TOKENS,
+	// counting from 1.
+	Line int
+	Err  error // wraps httpapi.ErrTokenSyntax
+}
+
+func (e *badTokenError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("PLANTSTORE_TOKENS, item %d (counting from 1, by commas): %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("token file %s, line %d: %v", e.File, e.Line, e.Err)
+}
+
+func (e *badTokenError) Unwrap() error { return e.Err }
+
 // readSecretFile returns the contents of a file of secrets, read through
 // to its end but no further than maxSecretFile bytes. Files that are not
 // regular are read too, so that -token-file /dev/stdin and a shell's
@@ -39,7 +67,7 @@ func readSecretFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > maxSecretFile {
-		return nil, fmt.Errorf("%s: %w", name, errFileTooLarge)
+		return nil, &secretFileError{Path: name, Err: errFileTooLarge}
 	}
 	return data, nil
 }
@@ -55,7 +83,7 @@ func loadTokens(file string, getenv func(string) string, logger *slog.Logger) ([
 			continue
 		}
 		if err := httpapi.CheckToken(t); err != nil {
-			return nil, fmt.Errorf("PLANTSTORE_TOKENS, item %d (counting from 1, by commas): %w", i+1, err)
+			return nil, &badTokenError{Line: i + 1, Err: err}
 		}
 		tokens = append(tokens, t)
 	}
@@ -80,7 +108,7 @@ func loadTokens(file string, getenv func(string) string, logger *slog.Logger) ([
 			continue
 		}
 		if err := httpapi.CheckToken(line); err != nil {
-			return nil, fmt.Errorf("token file %s, line %d: %w", file, i+1, err)
+			return nil, &badTokenError{File: file, Line: i + 1, Err: err}
 		}
 		tokens = append(tokens, line)
 		n++

@@ -13,6 +13,26 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
+// errNoWebhookSecret is webhookSecret's error when -webhook has
+// subscribers and nothing gives the secret to sign for them.
+var errNoWebhookSecret = errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+
+// A weakSecretError is a webhook signing secret that webhook.CheckSecret
+// refuses, with where it came from.
+type weakSecretError struct {
+	File string // -webhook-secret-file, or "" for PLANTSTORE_WEBHOOK_SECRET
+	Err  error  // wraps webhook.ErrSecret
+}
+
+func (e *weakSecretError) Error() string {
+	if e.File == "" {
+		return "PLANTSTORE_WEBHOOK_SECRET: " + e.Err.Error()
+	}
+	return "webhook secret file " + e.File + ": " + e.Err.Error()
+}
+
+func (e *weakSecretError) Unwrap() error { return e.Err }
+
 // webhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
 // no subscribers. It is read and checked with [webhook.CheckSecret] before
@@ -22,19 +42,19 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	secret, from := getenv("PLANTSTORE_WEBHOOK_SECRET"), "PLANTSTORE_WEBHOOK_SECRET"
+	secret, file := getenv("PLANTSTORE_WEBHOOK_SECRET"), ""
 	if o.webhookSecret != "" {
 		data, err := readSecretFile(o.webhookSecret)
 		if err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)
 		}
-		secret, from = strings.TrimSpace(string(data)), "webhook secret file "+o.webhookSecret
+		secret, file = strings.TrimSpace(string(data)), o.webhookSecret
 	}
 	if secret == "" {
-		return "", errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
+		return "", errNoWebhookSecret
 	}
 	if err := webhook.CheckSecret([]byte(secret)); err != nil {
-		return "", fmt.Errorf("%s: %w", from, err)
+		return "", &weakSecretError{File: file, Err: err}
 	}
 	return secret, nil
 }

@@ -5,6 +5,7 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -34,11 +35,22 @@ func Build(t testing.TB, pkg string) string {
 		name = "program"
 	}
 	bin := filepath.Join(t.TempDir(), name)
+	BuildAt(t, bin, pkg)
+	return bin
+}
+
+// BuildAt compiles the main package pkg as Build does, into the file bin:
+// for a program that must live where other users can reach it, which the
+// test's temporary directory forbids.
+func BuildAt(t testing.TB, bin, pkg string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts a program; skipped in -short mode")
+	}
 	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
-	return bin
 }
 
 // A Buffer collects a process's output safely across goroutines.
@@ -94,24 +106,77 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
+	return StartCmd(t, cmd)
+}
+
+// StartCmd starts cmd as [Start] starts a program. An output the caller
+// has set on cmd, such as a pipe it means to leave unread, stays the
+// caller's: the Process's Buffer for it stays empty, and the "listening
+// on" line must come on the other.
+func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	p := start(t, cmd)
+	if p.URL == "" {
+		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", cmd.Path, p.err, p.Stdout, p.Stderr)
+	}
+	return p
+}
+
+// StartOrExit starts cmd as [StartCmd] does, but returns as soon as the
+// program either listens or exits: for a program that may refuse to start.
+// The Process's URL is "" when it exited, and [Process.Err] says how.
+func StartOrExit(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	return start(t, cmd)
+}
+
+func start(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	p, err := Launch(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// Launch starts cmd and returns once the program either listens or exits;
+// then the Process's URL is "" and [Process.Err] says how it exited. It
+// needs no test, so that a goroutine other than the test's may restart a
+// program, and leaves stopping the program to the caller. Its error says
+// the program could not be started, or printed nothing in time (it is
+// then killed).
+func Launch(cmd *exec.Cmd) (*Process, error) {
+	bin := cmd.Path
+	p := &Process{Cmd: cmd, Stdout: &Buffer{}, Stderr: &Buffer{}, exited: make(chan struct{})}
+	type output struct {
+		r   io.Reader
+		buf *Buffer
+	}
+	var outputs []output
+	if cmd.Stdout == nil {
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		outputs = append(outputs, output{stdout, p.Stdout})
+	}
+	if cmd.Stderr == nil {
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, err
+		}
+		outputs = append(outputs, output{stderr, p.Stderr})
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	urls := make(chan string, 2)
 	var readers sync.WaitGroup
-	for _, s := range []struct {
-		r   io.Reader
-		buf *Buffer
-	}{{stdout, p.Stdout}, {stderr, p.Stderr}} {
+	for _, s := range outputs {
 		readers.Go(func() {
 			sc := bufio.NewScanner(s.r)
 			for sc.Scan() {
@@ -133,19 +198,30 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Process {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-	})
 	select {
 	case p.URL = <-urls:
-		return p
 	case <-p.exited:
-		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", bin, p.err, p.Stdout, p.Stderr)
+		// A line may have come just before the exit.
+		select {
+		case p.URL = <-urls:
+		default:
+		}
 	case <-time.After(Wait):
-		t.Fatalf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
+		cmd.Process.Kill()
+		<-p.exited
+		return nil, fmt.Errorf("%s did not print where it listens\nstdout:\n%s\nstderr:\n%s", bin, p.Stdout, p.Stderr)
 	}
-	return nil
+	return p, nil
+}
+
+// Exited returns a channel that is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err returns how the process exited, nil for status 0, once [Process.Exited]
+// is closed.
+func (p *Process) Err() error {
+	<-p.exited
+	return p.err
 }
 
 // Stop sends the process SIGTERM and returns how it exited: nil for

@@ -1,17 +1,16 @@
 package robustness
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 var (
@@ -63,8 +62,7 @@ type server struct {
 
 	url   atomic.Pointer[string] // nil while the instance is down
 	mu    sync.Mutex
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when cmd has exited
+	p     *proctest.Process // nil while the instance is down
 	kills int
 }
 
@@ -77,12 +75,7 @@ func startServer(t *testing.T, name string, args ...string) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.cmd != nil {
-			s.cmd.Process.Kill()
-			<-s.done
-		}
+		s.kill()
 		if t.Failed() {
 			t.Logf("%s's standard error, the end:\n%s", s.name, s.log)
 		}
@@ -98,42 +91,24 @@ func (s *server) URL() string {
 	return ""
 }
 
+// start starts the instance. It may run on a goroutine other than the
+// test's, so it returns its error rather than fail the test.
 func (s *server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cmd := exec.Command(binary(s.t), append([]string{"-addr", "127.0.0.1:0", "-log-level", "warn"}, s.args...)...)
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+token)
+	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + token)
 	cmd.Stderr = s.log
-	stdout, err := cmd.StdoutPipe()
+	p, err := proctest.Launch(cmd)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return err
+	if p.URL == "" {
+		return fmt.Errorf("%s exited before listening: %v\n%s", s.name, p.Err(), s.log)
 	}
-	done := make(chan struct{})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				urls <- u
-			}
-		}
-		cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
-	select {
-	case u := <-urls:
-		s.url.Store(&u)
-		return nil
-	case <-done:
-		s.cmd = nil
-		return fmt.Errorf("%s exited before listening: %v\n%s", s.name, cmd.ProcessState, s.log)
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("%s did not start within 60 s:\n%s", s.name, s.log)
-	}
+	s.p = p
+	s.url.Store(&p.URL)
+	return nil
 }
 
 // kill sends SIGKILL to the instance and waits until it has exited.
@@ -141,12 +116,12 @@ func (s *server) kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.url.Store(nil)
-	if s.cmd == nil {
+	if s.p == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-	s.cmd = nil
+	s.p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-s.p.Exited()
+	s.p = nil
 	s.kills++
 }
 

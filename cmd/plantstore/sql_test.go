@@ -1,52 +1,28 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/dirtest"
+	"github.com/plantstore/plantstore/internal/proctest"
 	"github.com/plantstore/plantstore/sqlstore"
 )
-
-// dirSnapshot returns the sha256 of every file in dir by name, so that a
-// test can tell that nothing was created, removed or changed there.
-func dirSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]string{}
-	for _, e := range entries {
-		if e.IsDir() {
-			sums[e.Name()] = "directory"
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(b)
-		sums[e.Name()] = hex.EncodeToString(sum[:])
-	}
-	return sums
-}
 
 // writeSQLite runs stmts on a SQLite file at path through a connection
 // with no pragmas, as another application would.
@@ -93,40 +69,45 @@ func runBinary(t *testing.T, asNobody bool, args ...string) outcome {
 	if asNobody {
 		argv = append([]string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"}, argv...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var o outcome
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "listening on ") {
-			o.listening = true
-			cmd.Process.Kill()
-			break
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + procToken)
+	p := proctest.StartOrExit(t, cmd)
+	o := outcome{listening: p.URL != ""}
+	if o.listening {
+		p.Cmd.Process.Kill()
+		p.Wait(t)
+	} else if err := p.Err(); err != nil {
+		exit, ok := errors.AsType[*exec.ExitError](err)
+		if !ok {
+			t.Fatalf("plantstore %q: %v", args, err)
 		}
-	}
-	err = cmd.Wait()
-	if ctx.Err() != nil {
-		t.Fatalf("plantstore %q neither exited nor listened within a minute:\n%s", args, stderr)
-	}
-	var exit *exec.ExitError
-	if !o.listening && errors.As(err, &exit) {
 		o.code = exit.ExitCode()
-	} else if !o.listening && err != nil {
-		t.Fatalf("plantstore %q: %v", args, err)
 	}
-	o.stderr = stderr.String()
+	o.stderr = p.Stderr.String()
 	return o
+}
+
+// failedStart is the whole of the stderr of a binary that fails at
+// startup with -log-level warn: one record saying so, with the error.
+var failedStart = regexp.MustCompile(`\Atime=\S+ level=ERROR msg="plantstore failed" err=(.*)\n\z`)
+
+// startupFailure returns the error a binary that failed at startup logged
+// on stderr, failing t unless stderr is exactly that record. The line is
+// the interface here, as the operator reads it: slog's text format.
+func startupFailure(t *testing.T, stderr string) string {
+	t.Helper()
+	m := failedStart.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("stderr is not one \"plantstore failed\" record:\n%s", stderr)
+	}
+	if !strings.HasPrefix(m[1], `"`) {
+		return m[1]
+	}
+	msg, err := strconv.Unquote(m[1])
+	if err != nil {
+		t.Fatalf("err=%s: %v", m[1], err)
+	}
+	return msg
 }
 
 // nobodyDir returns a new directory that user nobody can reach, with mode
@@ -190,25 +171,27 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "p.db")
 			tt.write(t, path)
-			before := dirSnapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 
 			o := runBinary(t, false, "-db", path)
 			if o.listening || o.code != 1 {
 				t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
 			}
-			if !strings.Contains(o.stderr, path) {
-				t.Errorf("stderr does not name %s:\n%s", path, o.stderr)
-			}
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			logged := startupFailure(t, o.stderr)
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
 			}
 
-			// The same run in-process, for the error's identity.
+			// The same run in-process, for the error's identity: the
+			// binary logs that error, word for word.
 			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &lockedBuffer{}, &lockedBuffer{})
 			if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
 			}
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			if err != nil && logged != err.Error() {
+				t.Errorf("the binary logged %q, want run's error %q", logged, err)
+			}
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused run (-want +got):\n%s", diff)
 			}
 		})
@@ -287,22 +270,26 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 				dir = nobodyDir(t, tt.dirPerm)
 			}
 			path := tt.setup(t, dir)
-			before := dirSnapshot(t, dir)
+			before := dirtest.Snapshot(t, dir)
 
 			o := runBinary(t, tt.nobody, "-db", path)
 			if o.listening || o.code != 1 {
 				t.Fatalf("plantstore: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
 			}
-			if !strings.Contains(o.stderr, path) && !strings.Contains(o.stderr, filepath.Dir(path)) {
-				t.Errorf("stderr names neither %s nor its directory:\n%s", path, o.stderr)
+			// What the operator reads: the logged error names the path or
+			// its directory and gives the system's reason, and does not
+			// call a configuration error a passing outage.
+			logged := startupFailure(t, o.stderr)
+			if !strings.Contains(logged, path) && !strings.Contains(logged, filepath.Dir(path)) {
+				t.Errorf("the logged error %q names neither %s nor its directory", logged, path)
 			}
-			if !strings.Contains(o.stderr, tt.wantErr.Error()) {
-				t.Errorf("stderr does not give the reason %q:\n%s", tt.wantErr.Error(), o.stderr)
+			if !strings.HasSuffix(logged, ": "+tt.wantErr.Error()) {
+				t.Errorf("the logged error %q does not end with the reason %q", logged, tt.wantErr.Error())
 			}
-			if strings.Contains(o.stderr, plantstore.ErrUnavailable.Error()) {
-				t.Errorf("stderr calls a configuration error a passing outage:\n%s", o.stderr)
+			if strings.Contains(logged, plantstore.ErrUnavailable.Error()) {
+				t.Errorf("the logged error %q calls a configuration error a passing outage", logged)
 			}
-			if diff := cmp.Diff(before, dirSnapshot(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a failed start (-want +got):\n%s", diff)
 			}
 

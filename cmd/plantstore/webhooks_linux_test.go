@@ -69,22 +69,22 @@ func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 	}
 	p := startProcess(t, "-db", "memory", "-log-level", "error",
 		"-webhook", "http://127.0.0.1:1/dead", "-webhook-secret-file", secret)
-	pid := p.cmd.Process.Pid
+	pid := p.Cmd.Process.Pid
 	name := strings.Repeat("a", nameLen)
 	// One cycle first, so that the baseline includes the buffers every
 	// request of this size needs.
-	if status, code, err := create(p.url, 1, name); err != nil || status != 200 {
+	if status, code, err := create(p.URL, 1, name); err != nil || status != 200 {
 		t.Fatalf("create = %d (error %d), %v", status, code, err)
 	}
-	if status := deletePlant(t, p.url, 1); status != http.StatusNoContent {
+	if status := deletePlant(t, p.URL, 1); status != http.StatusNoContent {
 		t.Fatalf("delete = %d, want 204", status)
 	}
 	before, start := vmRSS(t, pid), time.Now()
 	for i := range cycles {
-		if status, code, err := create(p.url, 1, name); err != nil || status != 200 {
+		if status, code, err := create(p.URL, 1, name); err != nil || status != 200 {
 			t.Fatalf("create %d = %d (error %d), %v: a full outbox must never refuse a create", i, status, code, err)
 		}
-		if status := deletePlant(t, p.url, 1); status != http.StatusNoContent {
+		if status := deletePlant(t, p.URL, 1); status != http.StatusNoContent {
 			t.Fatalf("delete %d = %d, want 204", i, status)
 		}
 	}
@@ -95,14 +95,14 @@ func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 		t.Errorf("VmRSS grew by %d MiB, want at most %d MiB: the in-memory outbox is not bounded", (after-before)>>20, maxGrowth>>20)
 	}
 	// 64 MiB holds 63 of these events: the rest were dropped, and said so.
-	if m := find(t, scrape(t, p.url+"/metrics"), "plantstore_webhook_dropped_total", nil); m != nil {
+	if m := find(t, scrape(t, p.URL+"/metrics"), "plantstore_webhook_dropped_total", nil); m != nil {
 		if got := m.GetCounter().GetValue(); got < cycles-100 {
 			t.Errorf("plantstore_webhook_dropped_total = %v, want at least %d", got, cycles-100)
 		}
 	}
 	// The first drop is logged at once, then one summary a minute.
 	maxLines := 1 + int(time.Since(start)/time.Minute)
-	if n := strings.Count(p.stderr.String(), "memory outbox full"); n < 1 || n > maxLines {
-		t.Errorf("%d log lines about dropped events, want 1 to %d:\n%s", n, maxLines, p.stderr)
+	if n := logged(p.Stderr.String(), "webhook: memory outbox full: dropped the oldest pending events, undelivered"); n < 1 || n > maxLines {
+		t.Errorf("%d log lines about dropped events, want 1 to %d:\n%s", n, maxLines, p.Stderr)
 	}
 }

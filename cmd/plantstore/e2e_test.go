@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 var (
@@ -59,53 +63,11 @@ func TestMain(m *testing.M) {
 
 const procToken = "process-test-token"
 
-type process struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *lockedBuffer
-	exited chan struct{} // closed when the process has exited
-	err    error         // how it exited, once exited is closed
-}
-
-// startProcess starts the built binary with args and waits for its
-// listening line.
-func startProcess(t *testing.T, args ...string) *process {
+// startProcess starts the built binary with args after -addr 127.0.0.1:0,
+// accepting procToken, and waits for its listening line.
+func startProcess(t *testing.T, args ...string) *proctest.Process {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				urls <- u
-			}
-		}
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case p.url = <-urls:
-		return p
-	case <-p.exited:
-		t.Fatalf("plantstore exited before listening: %v\n%s", p.err, p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("plantstore did not start:\n%s", p.stderr)
-	}
-	return nil
+	return proctest.Start(t, binary(t), proctest.Env("PLANTSTORE_TOKENS="+procToken), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 }
 
 // client keeps enough idle connections for the concurrent tests.
@@ -205,9 +167,9 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 			for i := range perWorker {
 				id := int64(w*perWorker + i)
 				name := fmt.Sprint("plant-", id)
-				status, _, err := create(p.url, id, name)
+				status, _, err := create(p.URL, id, name)
 				if sent.Add(1) == workers*perWorker/2 {
-					p.cmd.Process.Signal(syscall.SIGKILL)
+					p.Cmd.Process.Signal(syscall.SIGKILL)
 					close(killed)
 				}
 				if err == nil && status == 200 {
@@ -220,13 +182,13 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 	}
 	wg.Wait()
 	<-killed
-	<-p.exited
+	<-p.Exited()
 	if len(acked) < workers*perWorker/4 {
 		t.Fatalf("only %d creates were acknowledged before the kill; the test needs thousands", len(acked))
 	}
 
 	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.url)
+	stored := listAll(t, p2.URL)
 	lost := 0
 	for id, name := range acked {
 		if stored[id] != name {
@@ -237,7 +199,7 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged plants were lost after SIGKILL", lost, len(acked))
 	}
 	t.Logf("%d creates acknowledged before SIGKILL, all kept (%d stored)", len(acked), len(stored))
-	if status, _, err := create(p2.url, 1_000_000, "after restart"); err != nil || status != 200 {
+	if status, _, err := create(p2.URL, 1_000_000, "after restart"); err != nil || status != 200 {
 		t.Errorf("create after restart = %d, %v, want 200", status, err)
 	}
 }
@@ -282,9 +244,9 @@ func TestTwoProcessesOnOnePostgres(t *testing.T) {
 		var wg sync.WaitGroup
 		var ok, conflict, other atomic.Int64
 		for i := range 32 {
-			url := a.url
+			url := a.URL
 			if i%2 == 1 {
-				url = b.url
+				url = b.URL
 			}
 			wg.Go(func() {
 				status, code, err := create(url, id, fmt.Sprint("racer-", i))
@@ -324,9 +286,9 @@ func TestShutdownUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for !stop.Load() {
 				id := next.Add(1)
-				status, _, err := create(p.url, id, fmt.Sprint("p", id))
+				status, _, err := create(p.URL, id, fmt.Sprint("p", id))
 				if sent.Add(1) == 2000 {
-					p.cmd.Process.Signal(syscall.SIGTERM)
+					p.Cmd.Process.Signal(syscall.SIGTERM)
 				}
 				switch {
 				case err != nil:
@@ -348,15 +310,15 @@ func TestShutdownUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	select {
-	case <-p.exited:
-		if p.err != nil {
-			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.err, p.stderr)
+	case <-p.Exited():
+		if p.Err() != nil {
+			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.Err(), p.Stderr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("plantstore did not exit within the drain timeout")
 	}
 	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.url)
+	stored := listAll(t, p2.URL)
 	for _, id := range acked {
 		if _, ok := stored[id]; !ok {
 			t.Errorf("acknowledged plant %d is not stored", id)
@@ -365,9 +327,132 @@ func TestShutdownUnderLoad(t *testing.T) {
 	t.Logf("%d creates acknowledged around SIGTERM, all stored", len(acked))
 }
 
+// isConnError reports whether err is a connection refused, reset or closed
+// before any answer began.
 func isConnError(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) ||
-		strings.Contains(err.Error(), "server closed idle connection") ||
-		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return true
+	}
+	// A POST sent as the server closed the idle connection it went on
+	// ends in net/http's errServerClosedIdle, which is not exported: its
+	// exact text, under the *url.Error, is the only way to know it.
+	ue, ok := errors.AsType[*url.Error](err)
+	return ok && ue.Err.Error() == "http: server closed idle connection"
+}
+
+// TestProcessConfiguredByEnvironment starts the built binary configured
+// by variables alone, checks the request ids and JSON log lines of a few
+// requests, and stops it with SIGTERM.
+func TestProcessConfiguredByEnvironment(t *testing.T) {
+	addr := freeAddr(t)
+	p := proctest.Start(t, binary(t), proctest.Env(
+		"PLANTSTORE_ADDR="+addr, "PLANTSTORE_DB=memory", "PLANTSTORE_TOKENS=env-token",
+		"PLANTSTORE_LOG_FORMAT=json", "PLANTSTORE_CONVENTIONAL_STATUS=true"))
+	if p.URL != "http://"+addr {
+		t.Errorf("listening on %s, want PLANTSTORE_ADDR's %s", p.URL, addr)
+	}
+
+	send := func(method, path, requestID, body string) (int, string) {
+		req, _ := http.NewRequest(method, p.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer env-token")
+		req.Header.Set("Content-Type", "application/json")
+		if requestID != "" {
+			req.Header.Set("X-Request-Id", requestID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Request-Id")
+	}
+	if status, id := send("POST", "/plants", "proc-1", `{"id":1,"name":"Fern"}`); status != 200 || id != "proc-1" {
+		t.Errorf("create = %d with X-Request-Id %q, want 200 and proc-1", status, id)
+	}
+	status, generated := send("POST", "/plants", strings.Repeat("x", 129), `{"id":1,"name":"Fern"}`)
+	if status != http.StatusConflict || len(generated) != 32 {
+		t.Errorf("conflict = %d with X-Request-Id %q, want 409 (PLANTSTORE_CONVENTIONAL_STATUS) and a generated id", status, generated)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", err, p.Stderr)
+	}
+
+	ids := map[string]bool{}
+	for _, l := range jsonLines(t, p.Stderr.String()) {
+		if l["msg"] == "request" {
+			ids[l["request_id"].(string)] = true
+		}
+	}
+	if !ids["proc-1"] || !ids[generated] || len(ids) != 2 {
+		t.Errorf("access lines name the ids %v, want proc-1 and %s", ids, generated)
+	}
+}
+
+// TestProcessVersion checks -version against what go version -m reads
+// from the same binary.
+func TestProcessVersion(t *testing.T) {
+	bin := binary(t)
+	stdout, stderr, err := proctest.Run(t, bin, proctest.Env(), "-version")
+	if err != nil {
+		t.Fatalf("plantstore -version: %v\n%s", err, stderr)
+	}
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "mod":
+			want = append(want, f[1]+" "+f[2]) // module path and version
+		case len(f) == 2 && strings.HasPrefix(f[1], "vcs.revision="):
+			want = append(want, strings.TrimPrefix(f[1], "vcs.revision="))
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("go version -m shows no module:\n%s", out)
+	}
+	for _, w := range want {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("-version printed %q, want it to hold %q", stdout, w)
+		}
+	}
+}
+
+// TestProcessUsageErrors checks the exit status and the message of a
+// command line, or a variable, that cannot run.
+func TestProcessUsageErrors(t *testing.T) {
+	bin := binary(t)
+	tests := []struct {
+		name       string
+		env        []string
+		args       []string
+		wantStatus int
+		// wantStderr is all of stderr: main's one line is what the
+		// operator reads, so the text is the interface here.
+		wantStderr string
+	}{
+		{"unknown flag", nil, []string{"-bogus"}, 2, "plantstore: flag provided but not defined: -bogus; see plantstore -h\n"},
+		{"bad variable", []string{"PLANTSTORE_MAX_BODY=lots"}, nil, 1, "plantstore: invalid value \"lots\" in PLANTSTORE_MAX_BODY (the variable of -max-body): parse error\n"},
+		{"help", nil, []string{"-h"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, err := proctest.Run(t, bin, proctest.Env(tt.env...), tt.args...)
+			status := 0
+			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != tt.wantStatus {
+				t.Errorf("exit status %d, want %d", status, tt.wantStatus)
+			}
+			if diff := cmp.Diff(tt.wantStderr, stderr); diff != "" {
+				t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 // TestMultiHostDSN runs the server on a PostgreSQL URL listing two hosts,
@@ -79,7 +80,7 @@ func TestFailover(t *testing.T) {
 	standby := primary.StartStandby(t)
 	dsn := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
 		primary.Addr(), standby.Addr())
-	procs := []*process{
+	procs := []*proctest.Process{
 		startProcess(t, "-db", dsn, "-log-level", "warn"),
 		startProcess(t, "-db", dsn, "-log-level", "warn"),
 	}
@@ -104,7 +105,7 @@ func TestFailover(t *testing.T) {
 				default:
 				}
 				o := failoverOutcome{id: nextID.Add(1), instance: w % len(procs), start: time.Now()}
-				o.status, o.code, o.err = create(procs[o.instance].url, o.id, fmt.Sprint("plant-", o.id))
+				o.status, o.code, o.err = create(procs[o.instance].URL, o.id, fmt.Sprint("plant-", o.id))
 				o.end = time.Now()
 				if o.err == nil && o.status == 200 {
 					acked.Add(1)
@@ -120,7 +121,7 @@ func TestFailover(t *testing.T) {
 		wg.Go(func() {
 			for {
 				r := readiness{at: time.Now(), code: -1}
-				if resp, err := probe.Get(p.url + "/readyz"); err == nil {
+				if resp, err := probe.Get(p.URL + "/readyz"); err == nil {
 					body, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()
 					r.code = errorCode(body)
@@ -199,13 +200,13 @@ func TestFailover(t *testing.T) {
 	stopLoad()
 	for i, p := range procs {
 		select {
-		case <-p.exited:
-			t.Fatalf("instance %d exited during the failover: %v\n%s", i, p.err, p.stderr)
+		case <-p.Exited():
+			t.Fatalf("instance %d exited during the failover: %v\n%s", i, p.Err(), p.Stderr)
 		default:
 		}
 	}
 
-	stored := listAll(t, procs[0].url)
+	stored := listAll(t, procs[0].URL)
 	var (
 		ok, lost, unavailable, unavailableKept, unknown, unknownKept int
 		firstOK                                                      = make([]time.Time, len(procs))

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore/internal/faultproxy"
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 // readyzCode sends GET /readyz with a client that gives up after limit,
@@ -38,17 +38,6 @@ func readyzCode(base string, limit time.Duration) (int, error) {
 		return 0, nil
 	}
 	return errorCode(body), nil
-}
-
-// pollUntil calls cond until it holds, or fails the test after 60 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted
@@ -83,7 +72,7 @@ func TestDiskFullReadiness(t *testing.T) {
 	t.Cleanup(client.CloseIdleConnections)
 	bound := 3 * time.Second // three times the default -ready-timeout
 
-	if code, err := readyzCode(p.url, bound); err != nil || code != 0 {
+	if code, err := readyzCode(p.URL, bound); err != nil || code != 0 {
 		t.Fatalf("GET /readyz on an empty disk = error %d, %v, want 200", code, err)
 	}
 	acked := map[int64]string{}
@@ -95,7 +84,7 @@ func TestDiskFullReadiness(t *testing.T) {
 		for {
 			id++
 			name := fmt.Sprintf("%d-%s", id, strings.Repeat("x", size))
-			status, code, err := create(p.url, id, name)
+			status, code, err := create(p.URL, id, name)
 			if err != nil {
 				t.Fatalf("create %d: %v", id, err)
 			}
@@ -117,22 +106,22 @@ func TestDiskFullReadiness(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no create succeeded before the disk filled")
 	}
-	pollUntil(t, "GET /readyz to answer 503 on a full disk", func() bool {
-		code, err := readyzCode(p.url, bound)
+	waitUntil(t, time.Minute, "GET /readyz to answer 503 on a full disk", func() bool {
+		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz on a full disk: %v", err)
 		}
 		return code == 503
 	})
-	if status, body := get(t, p.url, "/healthz"); status != 200 {
+	if status, body := get(t, p.URL, "/healthz"); status != 200 {
 		t.Errorf("GET /healthz on a full disk = %d %s, want 200", status, body)
 	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "GET /readyz to answer 200 once space is free", func() bool {
-		code, err := readyzCode(p.url, bound)
+	waitUntil(t, time.Minute, "GET /readyz to answer 200 once space is free", func() bool {
+		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz after freeing space: %v", err)
 		}
@@ -140,12 +129,12 @@ func TestDiskFullReadiness(t *testing.T) {
 	})
 	id++
 	name := fmt.Sprintf("%d-after", id)
-	if status, code, err := create(p.url, id, name); err != nil || status != 200 {
+	if status, code, err := create(p.URL, id, name); err != nil || status != 200 {
 		t.Fatalf("create after freeing space = %d with error %d, %v, want 200", status, code, err)
 	}
 	acked[id] = name
 
-	stored := listAll(t, p.url)
+	stored := listAll(t, p.URL)
 	for id, name := range acked {
 		if stored[id] != name {
 			t.Errorf("plant %d was acknowledged but is not stored as sent", id)
@@ -191,28 +180,28 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 	// does not fail the test, and far below -db-timeout, so that an answer
 	// shows the readiness check gave up, not the database call.
 	bound := 10 * time.Second
-	if code, err := readyzCode(p.url, bound); err != nil || code != 0 {
+	if code, err := readyzCode(p.URL, bound); err != nil || code != 0 {
 		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
 	}
 	proxy.Stall()
-	pollUntil(t, "GET /readyz to answer 503 with the database stalled", func() bool {
-		code, err := readyzCode(p.url, bound)
+	waitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
+		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
 		}
 		return code == 503
 	})
 	for range 5 {
-		if code, err := readyzCode(p.url, bound); err != nil || code != 503 {
+		if code, err := readyzCode(p.URL, bound); err != nil || code != 503 {
 			t.Errorf("GET /readyz with the database stalled = error %d, %v, want error 503", code, err)
 		}
 	}
-	if status, body := get(t, p.url, "/healthz"); status != 200 {
+	if status, body := get(t, p.URL, "/healthz"); status != 200 {
 		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
 	}
 	proxy.Resume()
-	pollUntil(t, "GET /readyz to answer 200 after the stall", func() bool {
-		code, err := readyzCode(p.url, bound)
+	waitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
+		code, err := readyzCode(p.URL, bound)
 		return err == nil && code == 0
 	})
 }
@@ -225,7 +214,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
 	p := startProcess(t, "-db", dsn, "-log-level", "warn")
 	t.Cleanup(client.CloseIdleConnections)
-	if status, code, err := create(p.url, 1, "before"); err != nil || status != 200 {
+	if status, code, err := create(p.URL, 1, "before"); err != nil || status != 200 {
 		t.Fatalf("create before the outage = %d with error %d, %v", status, code, err)
 	}
 	proxy.Cut()
@@ -237,7 +226,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 		wg.Go(func() {
 			for i := range perWorker {
 				id := int64(1000 + w*perWorker + i)
-				status, code, err := create(p.url, id, "during")
+				status, code, err := create(p.URL, id, "during")
 				switch {
 				case err != nil:
 					t.Errorf("create %d: %v", id, err)
@@ -252,11 +241,11 @@ func TestOutageLogIsBounded(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	pollUntil(t, "the first failure to be logged", func() bool {
-		return strings.Contains(p.stderr.String(), "storage unavailable")
+	waitUntil(t, time.Minute, "the first failure to be logged", func() bool {
+		return logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
-	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	sc := bufio.NewScanner(strings.NewReader(p.Stderr.String()))
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), "level=WARN") || strings.Contains(sc.Text(), "level=ERROR") {
 			lines++
@@ -266,7 +255,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	// kind: storage unavailable, outcome unknown, and two to spare.
 	summaries := int(elapsed/(5*time.Second)) + 2
 	if limit := 4 * summaries; lines > limit {
-		t.Errorf("%d failed creates over %v logged %d lines, want at most %d:\n%s", failed.Load(), elapsed, lines, limit, p.stderr)
+		t.Errorf("%d failed creates over %v logged %d lines, want at most %d:\n%s", failed.Load(), elapsed, lines, limit, p.Stderr)
 	}
 	t.Logf("%d creates failed over %v; %d warning lines logged", failed.Load(), elapsed.Round(time.Millisecond), lines)
 	proxy.Restore()
@@ -277,39 +266,16 @@ func TestOutageLogIsBounded(t *testing.T) {
 // pile up; the lines that do not fit are dropped and counted, and once the
 // pipe is read again a line says how many were lost.
 func TestStalledStderrDoesNotStallServing(t *testing.T) {
-	bin := binary(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info")
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+procToken)
+	t.Cleanup(func() { r.Close() })
+	cmd := exec.Command(binary(t), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info")
+	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + procToken)
 	cmd.Stderr = w
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	base := proctest.StartCmd(t, cmd).URL
 	w.Close()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		r.Close()
-	})
-	sc := bufio.NewScanner(stdout)
-	var base string
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			base = u
-			break
-		}
-	}
-	if base == "" {
-		t.Fatal("plantstore did not print where it listens")
-	}
-	go io.Copy(io.Discard, stdout)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	t.Cleanup(c.CloseIdleConnections)
 
@@ -372,27 +338,9 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	send(next.Add(1))
 
 	// Reading the pipe again lets the logs through, with the count.
-	var logs syncedBuffer
+	var logs proctest.Buffer
 	go io.Copy(&logs, r)
-	pollUntil(t, "a line reporting the dropped log lines", func() bool {
-		return strings.Contains(logs.String(), "log lines dropped")
+	waitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
+		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
-}
-
-// syncedBuffer is a strings.Builder safe for one writer and other readers.
-type syncedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

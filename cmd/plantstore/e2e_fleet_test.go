@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/proctest"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -123,21 +124,9 @@ func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
 	return events, deliveries
 }
 
-// waitUntil polls cond until it holds, or fails the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting, after %v, for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // createSpread creates plants first…first+n-1 over the processes in turn,
 // 16 at a time.
-func createSpread(t *testing.T, procs []*process, first int64, n int) {
+func createSpread(t *testing.T, procs []*proctest.Process, first int64, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	ids := make(chan int64)
@@ -145,8 +134,8 @@ func createSpread(t *testing.T, procs []*process, first int64, n int) {
 		wg.Go(func() {
 			for id := range ids {
 				p := procs[int(id)%len(procs)]
-				if status, code, err := create(p.url, id, fmt.Sprint("plant-", id)); err != nil || status != 200 {
-					t.Errorf("create %d on %s: status %d code %d, %v", id, p.url, status, code, err)
+				if status, code, err := create(p.URL, id, fmt.Sprint("plant-", id)); err != nil || status != 200 {
+					t.Errorf("create %d on %s: status %d code %d, %v", id, p.URL, status, code, err)
 				}
 			}
 		})
@@ -166,7 +155,7 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	rc := newHookCounter(t, nil)
 	secret := secretFile(t)
 	args := []string{"-db", dsn, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secret}
-	procs := []*process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
+	procs := []*proctest.Process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
 
 	const n = 600
 	createSpread(t, procs, 1, n)
@@ -195,8 +184,8 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	}
 	for _, p := range procs {
 		select {
-		case <-p.exited:
-			t.Errorf("a binary exited: %v\n%s", p.err, p.stderr)
+		case <-p.Exited():
+			t.Errorf("a binary exited: %v\n%s", p.Err(), p.Stderr)
 		default:
 		}
 	}
@@ -221,7 +210,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 
 	a := startProcess(t, args...)
 	const n = 50
-	createSpread(t, []*process{a}, 1, n)
+	createSpread(t, []*proctest.Process{a}, 1, n)
 	// a has claimed deliveries and sent some; the receiver holds them.
 	var leased int
 	waitUntil(t, time.Minute, "a to hold leased deliveries in flight", func() bool {
@@ -237,8 +226,8 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 	rc.mu.Lock()
 	inFlight := rc.active
 	rc.mu.Unlock()
-	a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.exited
+	a.Cmd.Process.Signal(syscall.SIGKILL)
+	<-a.Exited()
 	// The receiver lets go of a's requests as their connections close,
 	// without answering them; from then on it answers at once.
 	waitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool {
@@ -277,7 +266,7 @@ func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plants.db")
 	rc := newHookCounter(t, nil)
 	args := []string{"-db", path, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}
-	procs := []*process{startProcess(t, args...), startProcess(t, args...)}
+	procs := []*proctest.Process{startProcess(t, args...), startProcess(t, args...)}
 
 	const n = 200
 	createSpread(t, procs, 1, n)

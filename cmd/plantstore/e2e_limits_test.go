@@ -60,15 +60,15 @@ func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
 	)
 	raiseFileLimit(t, conns+256)
 	p := startProcess(t, "-db", "memory", "-read-header-timeout", "2s", "-read-timeout", "2s")
-	pid := p.cmd.Process.Pid
-	checkServing(t, p.url, 1)
+	pid := p.Cmd.Process.Pid
+	checkServing(t, p.URL, 1)
 	before := procMemory(t, pid, "VmRSS")
 	head := createHead("Content-Length: " + strconv.Itoa(1<<20) + "\r\n")
 	for round := range rounds {
 		var wg sync.WaitGroup
 		errs := make(chan error, conns)
 		for range conns {
-			conn := dial(t, p.url)
+			conn := dial(t, p.URL)
 			if _, err := io.WriteString(conn, head+`{`); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
 	if peak-before > bound {
 		t.Errorf("resident memory grew by %d MiB under claimed bodies, want at most %d MiB", (peak-before)>>20, bound>>20)
 	}
-	checkServing(t, p.url, 2)
+	checkServing(t, p.URL, 2)
 }
 
 // TestListPagesAreBoundedInBytes stores plants with 512 KiB names, eight

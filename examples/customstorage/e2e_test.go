@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,7 +55,15 @@ func TestProgram(t *testing.T) {
 // PLANTSTORE_TOKENS and says so.
 func TestProgramNeedsTokens(t *testing.T) {
 	_, stderr, err := proctest.Run(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
-	if err == nil || !strings.Contains(stderr, "PLANTSTORE_TOKENS") {
-		t.Errorf("without tokens: exit %v, stderr %q; want a failure naming PLANTSTORE_TOKENS", err, stderr)
+	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 1 {
+		t.Errorf("without tokens: exit %v, want status 1", err)
+	}
+	// What the operator reads is the interface here: the log package's
+	// date and time, then the message, on the only line.
+	if !needsTokens.MatchString(stderr) {
+		t.Errorf("without tokens: stderr %q, want the one line %q", stderr, needsTokens)
 	}
 }
+
+var needsTokens = regexp.MustCompile(`\A\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ` +
+	regexp.QuoteMeta("set PLANTSTORE_TOKENS to the bearer tokens clients may send, comma-separated") + `\n\z`)

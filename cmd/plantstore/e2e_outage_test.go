@@ -66,7 +66,7 @@ func TestDatabaseOutage(t *testing.T) {
 				default:
 				}
 				o := outcome{id: nextID.Add(1), start: phase.Load()}
-				o.status, o.code, o.err = create(p.url, o.id, fmt.Sprint("load-", o.id))
+				o.status, o.code, o.err = create(p.URL, o.id, fmt.Sprint("load-", o.id))
 				o.end = phase.Load()
 				switch {
 				case o.err == nil && o.status == 200:
@@ -102,23 +102,23 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	waitFor("creates before the outage", func() bool { return counts[beforeOutage].ok.Load() >= 200 })
-	if code := errorOf(t, p.url, "/readyz"); code != 0 {
+	if code := errorOf(t, p.URL, "/readyz"); code != 0 {
 		t.Errorf("GET /readyz before the outage = error %d, want 200", code)
 	}
 
 	proxy.Cut()
 	phase.Store(duringOutage)
 	waitFor("creates to fail during the outage", func() bool { return counts[duringOutage].unavailable.Load() >= 50 })
-	waitFor("GET /readyz to answer 503", func() bool { return errorOf(t, p.url, "/readyz") == 503 })
-	waitFor("GET /plants to answer 503", func() bool { return errorOf(t, p.url, "/plants") == 503 })
+	waitFor("GET /readyz to answer 503", func() bool { return errorOf(t, p.URL, "/readyz") == 503 })
+	waitFor("GET /plants to answer 503", func() bool { return errorOf(t, p.URL, "/plants") == 503 })
 	const duringID = -1
-	if status, code, err := create(p.url, duringID, "during outage"); err != nil || code != 503 {
+	if status, code, err := create(p.URL, duringID, "during outage"); err != nil || code != 503 {
 		t.Errorf("create during the outage = %d with error %d, %v, want error 503", status, code, err)
 	}
-	if status, body := get(t, p.url, "/healthz"); status != 200 {
+	if status, body := get(t, p.URL, "/healthz"); status != 200 {
 		t.Errorf("GET /healthz during the outage = %d %s, want 200", status, body)
 	}
-	if status, body := get(t, p.url, "/openapi.json"); status != 200 {
+	if status, body := get(t, p.URL, "/openapi.json"); status != 200 {
 		t.Errorf("GET /openapi.json during the outage = %d %.100s, want 200", status, body)
 	}
 
@@ -127,15 +127,15 @@ func TestDatabaseOutage(t *testing.T) {
 	waitFor("creates to succeed after the outage", func() bool { return counts[afterOutage].ok.Load() >= 200 })
 	stopLoad()
 	select {
-	case <-p.exited:
-		t.Fatalf("plantstore exited during the test: %v\n%s", p.err, p.stderr)
+	case <-p.Exited():
+		t.Fatalf("plantstore exited during the test: %v\n%s", p.Err(), p.Stderr)
 	default:
 	}
-	if code := errorOf(t, p.url, "/readyz"); code != 0 {
+	if code := errorOf(t, p.URL, "/readyz"); code != 0 {
 		t.Errorf("GET /readyz after the outage = error %d, want 200", code)
 	}
 
-	stored := listAll(t, p.url)
+	stored := listAll(t, p.URL)
 	if _, ok := stored[duringID]; ok {
 		t.Errorf("plant %d, refused during the outage, is stored", duringID)
 	}
@@ -168,7 +168,7 @@ func TestDatabaseOutage(t *testing.T) {
 				inDoubtKept++
 				want = 409
 			}
-			status, code, err := create(p.url, o.id, fmt.Sprint("load-", o.id))
+			status, code, err := create(p.URL, o.id, fmt.Sprint("load-", o.id))
 			got := code
 			if status == 200 {
 				got = 200

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +35,37 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// waitUntil polls cond until it holds, or fails the test after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting, after %v, for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logged counts the records in text log output, a binary's stderr, whose
+// message is exactly msg. The log is what an operator reads, so its text is
+// the interface these tests check.
+func logged(output, msg string) int {
+	field := "msg=" + strconv.Quote(msg)
+	n := 0
+	for line := range strings.Lines(output) {
+		line = strings.TrimSuffix(line, "\n")
+		i := strings.Index(line, field)
+		if i < 0 || i > 0 && line[i-1] != ' ' {
+			continue
+		}
+		if rest := line[i+len(field):]; rest == "" || rest[0] == ' ' {
+			n++
+		}
+	}
+	return n
 }
 
 // startRun starts run in-process and returns its base URL and a function
@@ -136,21 +170,22 @@ func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
 
 func TestRunRejectsBadFlags(t *testing.T) {
 	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
+		name     string
+		args     []string
+		wantErr  error  // matched with errors.Is; nil to check only wantFlag
+		wantFlag string // the flag a *flagError names; "" when none is wanted
 	}{
-		{"unknown db form", []string{"-db", "mysql://x"}, `want "memory", a SQLite file path`},
-		{"bare word db", []string{"-db", "plants"}, "postgres://"},
-		{"extra argument", []string{"serve"}, "unexpected arguments"},
-		{"bad log level", []string{"-log-level", "loud"}, "log-level"},
-		{"missing token file", []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, "token file"},
-		{"webhook without secret", []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
-		{"webhook without secret, SQLite", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, "signing secret"},
-		{"zero webhook lease", []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-lease", "0s"}, "-webhook-lease"},
-		{"negative shutdown timeout", []string{"-db", "memory", "-shutdown-timeout", "-5s"}, "-shutdown-timeout"},
-		{"CORS origin with a path", []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, `as "https://app.example.com"`},
-		{"metrics address without a port", []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, "-metrics-addr"},
+		{name: "unknown db form", args: []string{"-db", "mysql://x"}, wantErr: errDBForm},
+		{name: "bare word db", args: []string{"-db", "plants"}, wantErr: errDBForm},
+		{name: "extra argument", args: []string{"serve"}, wantErr: errBadArgs},
+		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: errBadArgs},
+		{name: "missing token file", args: []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, wantErr: fs.ErrNotExist},
+		{name: "webhook without secret", args: []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, wantErr: errNoWebhookSecret},
+		{name: "webhook without secret, SQLite", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, wantErr: errNoWebhookSecret},
+		{name: "zero webhook lease", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-lease", "0s"}, wantErr: errNotPositive, wantFlag: "webhook-lease"},
+		{name: "negative shutdown timeout", args: []string{"-db", "memory", "-shutdown-timeout", "-5s"}, wantErr: errNegative, wantFlag: "shutdown-timeout"},
+		{name: "CORS origin with a path", args: []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, wantFlag: "cors-origin"},
+		{name: "metrics address without a port", args: []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, wantFlag: "metrics-addr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,8 +199,13 @@ func TestRunRejectsBadFlags(t *testing.T) {
 			if err == nil {
 				t.Fatal("run = nil, want an error")
 			}
-			if !strings.Contains(err.Error()+stderr.String(), tt.wantErr) {
-				t.Errorf("run = %v (stderr %q), want it to mention %q", err, stderr.String(), tt.wantErr)
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("run = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantFlag != "" {
+				if fe, ok := errors.AsType[*flagError](err); !ok || fe.Flag != tt.wantFlag || fe.Name != "-"+tt.wantFlag {
+					t.Errorf("run = %v, want a *flagError for -%s", err, tt.wantFlag)
+				}
 			}
 			// A run that fails on its settings has printed no token and
 			// created no database.
@@ -176,6 +216,19 @@ func TestRunRejectsBadFlags(t *testing.T) {
 				t.Errorf("the failed run left %v in the working directory's stand-in", files)
 			}
 		})
+	}
+}
+
+func TestTimeoutFlagsMustBePositive(t *testing.T) {
+	for _, args := range [][]string{
+		{"-read-header-timeout", "0s"},
+		{"-read-timeout", "-1s"},
+		{"-write-timeout", "0s"},
+	} {
+		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
+		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != args[0] || !errors.Is(err, errNotPositive) {
+			t.Errorf("run %v = %v, want a *flagError saying %s must be positive", args, err, args[0])
+		}
 	}
 }
 
@@ -192,7 +245,7 @@ func TestTokenFile(t *testing.T) {
 		}
 	}
 	stop()
-	if !strings.Contains(stderr.String(), "readable by group or others") {
+	if logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
 		t.Errorf("no warning about the token file's mode:\n%s", stderr)
 	}
 	if strings.Contains(stderr.String(), "file-token") {

@@ -1,80 +1,24 @@
 package client_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/proctest"
 )
 
 // startBinary builds cmd/plantstore, starts it on a loopback port with
 // memory storage and the test token, and returns its URL.
 func startBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and starts the real binary; skipped in -short mode")
-	}
-	bin := filepath.Join(t.TempDir(), "plantstore")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/plantstore/plantstore/cmd/plantstore").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn")
-	cmd.Env = append(os.Environ(), "PLANTSTORE_TOKENS="+token)
-	var stderr strings.Builder
-	var mu sync.Mutex
-	cmd.Stderr = writerFunc(func(b []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return stderr.Write(b)
-	})
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls, exited := make(chan string, 1), make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				urls <- u
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	select {
-	case u := <-urls:
-		return u
-	case err := <-exited:
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("plantstore exited before listening: %v\n%s", err, stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatal("plantstore did not start listening within a minute")
-	}
-	return ""
+	bin := proctest.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	return proctest.Start(t, bin, proctest.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // TestAgainstBinary talks to the real plantstore binary over loopback.
 func TestAgainstBinary(t *testing.T) {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// TestRunDeliversWebhooks creates plants through the server and checks
+// that a subscriber receives each one, signed, over loopback.
+func TestRunDeliversWebhooks(t *testing.T) {
+	for _, db := range []string{"memory", filepath.Join(t.TempDir(), "hooks.db")} {
+		t.Run(filepath.Base(db), func(t *testing.T) {
+			const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+			var (
+				mu  sync.Mutex
+				got = map[string]string{} // webhook-id → body
+			)
+			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if err := webhook.Verify([]byte(secret), r.Header, body, time.Now(), 0); err != nil {
+					t.Errorf("delivery does not verify: %v", err)
+					http.Error(w, "unverified", http.StatusUnauthorized)
+					return
+				}
+				mu.Lock()
+				got[r.Header.Get("webhook-id")] = string(body)
+				mu.Unlock()
+			}))
+			t.Cleanup(receiver.Close)
+
+			url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-webhook", receiver.URL + "/hook"},
+				map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
+			want := map[string]bool{}
+			for i := range 20 {
+				body := fmt.Sprintf(`{"id":%d,"name":"p%d"}`, i, i)
+				if i%2 == 0 {
+					body = fmt.Sprintf(`{"id":%d,"name":"p%d","tag":""}`, i, i)
+				}
+				if status, resp := post(t, url, "tok", body); status != 200 {
+					t.Fatalf("create: %d %s", status, resp)
+				}
+				want[body] = true
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				mu.Lock()
+				n := len(got)
+				mu.Unlock()
+				if n >= len(want) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			stop()
+			mu.Lock()
+			defer mu.Unlock()
+			bodies := map[string]bool{}
+			for _, b := range got {
+				bodies[b] = true
+			}
+			if diff := cmp.Diff(want, bodies); diff != "" {
+				t.Errorf("delivered bodies (-want +got):\n%s", diff)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d distinct webhook-ids for %d creates", len(got), len(want))
+			}
+		})
+	}
+}
+
+// TestRunRefusesAWeakWebhookSecret checks that a signing secret with a
+// key shorter than webhook.MinKeyBytes stops the binary before it opens
+// the database, with an error naming where the secret came from and how
+// to make a good one, and without the secret.
+func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
+	const weak = "s3cre"
+	tests := []struct {
+		name    string
+		env     string // PLANTSTORE_WEBHOOK_SECRET
+		file    string // -webhook-secret-file's contents; none when ""
+		wantErr error
+	}{
+		{name: "5 bytes in the variable", env: weak, wantErr: webhook.ErrSecret},
+		{name: "5 bytes in the file", env: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", file: weak + "\n", wantErr: webhook.ErrSecret},
+		{name: "file past 1 MiB", file: strings.Repeat("x", maxSecretFile+1), wantErr: errFileTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", "http://127.0.0.1:1/hook"}
+			file := ""
+			if tt.file != "" {
+				file = filepath.Join(dir, "secret")
+				if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-webhook-secret-file", file)
+			}
+			var stdout, stderr lockedBuffer
+			err := run(context.Background(), args, func(k string) string {
+				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env, "PLANTSTORE_TOKENS": "tok"}[k]
+			}, &stdout, &stderr)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("run = %v, want %v", err, tt.wantErr)
+			}
+			// The error names where the secret came from.
+			if errors.Is(tt.wantErr, webhook.ErrSecret) {
+				if we, ok := errors.AsType[*weakSecretError](err); !ok || we.File != file {
+					t.Errorf("run = %v, want a *weakSecretError for file %q", err, file)
+				}
+			} else if se, ok := errors.AsType[*secretFileError](err); !ok || se.Path != file {
+				t.Errorf("run = %v, want a *secretFileError for %s", err, file)
+			}
+			// The log is text the operator reads: only its text can tell
+			// that it does not show the secret.
+			if strings.Contains(stderr.String(), weak) {
+				t.Errorf("the log shows the secret:\n%s", stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "plants.db")); err == nil {
+				t.Error("the failed run created the database")
+			}
+		})
+	}
+}
