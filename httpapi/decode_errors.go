@@ -92,8 +92,10 @@ func stringErr(b []byte, start, off int) error {
 	return syntaxErrAt(off, "invalid UTF-8 in string")
 }
 
-// stringEOF reports a string, starting with the quote at start, that
-// the body ends in: an escape sequence cut short is what is wrong with it.
+// stringEOF reports a string, starting with the quote at start, that the
+// body ends in. What is wrong with it is an escape sequence or a UTF-8
+// character cut short, or a surrogate left unpaired, if there is one: the
+// decoder only says that the input ran out.
 func stringEOF(b []byte, start int) error {
 	high := -1 // the \u escape of a high surrogate just before k, if any
 	for k := start + 1; k < len(b); {

@@ -18,11 +18,13 @@ import (
 // errReferenceSyntax marks a body the reference rejects as JSON.
 var errReferenceSyntax = errors.New("reference: malformed")
 
-// referenceDecode is decodeNewPlant built on a general-purpose JSON
-// implementation. Its default options are strict in the same ways: valid
-// UTF-8 only, paired surrogate escapes, no duplicate names at any depth, no
-// trailing data, nesting limited to 10000. The schema rules are applied to
-// the members' raw values, with integer-ness decided by math/big.
+// referenceDecode is decodeNewPlant built another way: the whole body
+// through go-json-experiment's json.Unmarshal, whose default options are
+// strict in the same ways (valid UTF-8 only, paired surrogate escapes, no
+// duplicate names at any depth, no trailing data, nesting limited to
+// 10000), then the schema rules applied to a map of the members' raw
+// values, with integer-ness decided by math/big. It shares no code with
+// decodeNewPlant's token walk, its end-of-input check or exactInt64.
 func referenceDecode(body []byte) (plantstore.NewPlant, error) {
 	var v jsontext.Value
 	if err := jsonv2.Unmarshal(body, &v); err != nil || v.Kind() != '{' {
