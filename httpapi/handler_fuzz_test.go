@@ -3,12 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
-	"math"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,125 +281,16 @@ func checkCreated(t *testing.T, ps *plantstore.PlantStore, want plantstore.NewPl
 	}
 }
 
-// A referenceError says why referenceNewPlant rejects a body.
-type referenceError string
-
-func (e referenceError) Error() string { return string(e) }
-
 // referenceNewPlant decides, independently of the handler's decoder,
-// whether body is a valid NewPlant: a JSON object (RFC 8259, valid UTF-8,
-// no duplicate member names at any depth, as go-json-experiment/json checks
-// by default) whose id is a number with an integer value within int64,
-// whose name is a string and whose tag, if present, is a string, name and
-// tag without NUL. Other members are ignored.
+// whether body is a valid NewPlant: [httpapi.ReferenceDecode], the oracle
+// the decoder is fuzzed against, accepts it, and name and tag hold no NUL.
 func referenceNewPlant(body []byte) (plantstore.NewPlant, error) {
-	var members map[string]jsontext.Value
-	if err := jsonv2.Unmarshal(body, &members); err != nil || members == nil {
-		return plantstore.NewPlant{}, referenceError("not a JSON object")
+	np, err := httpapi.ReferenceDecode(body)
+	if err != nil {
+		return np, err
 	}
-	var np plantstore.NewPlant
-	id, ok := members["id"]
-	if !ok || id.Kind() != '0' {
-		return np, referenceError("id missing or not a number")
-	}
-	if np.ID, ok = referenceInteger(string(id)); !ok {
-		return np, referenceError("id not an integer within int64")
-	}
-	name, ok := members["name"]
-	if !ok || name.Kind() != '"' {
-		return np, referenceError("name missing or not a string")
-	}
-	if err := jsonv2.Unmarshal(name, &np.Name); err != nil || strings.ContainsRune(np.Name, 0) {
-		return np, referenceError("name has NUL")
-	}
-	if tag, ok := members["tag"]; ok {
-		if tag.Kind() != '"' {
-			return np, referenceError("tag not a string")
-		}
-		if err := jsonv2.Unmarshal(tag, &np.Tag); err != nil || strings.ContainsRune(np.Tag, 0) {
-			return np, referenceError("tag has NUL")
-		}
-		np.HasTag = true
+	if strings.ContainsRune(np.Name, 0) || strings.ContainsRune(np.Tag, 0) {
+		return np, errors.New("reference: name or tag has NUL")
 	}
 	return np, nil
-}
-
-// referenceInteger returns the value of the valid JSON number text when it
-// is an integer within int64. It computes with math/big, having first
-// settled the exponents too large to compute with.
-func referenceInteger(text string) (int64, bool) {
-	neg := strings.HasPrefix(text, "-")
-	text = strings.TrimPrefix(text, "-")
-	mantissa, expText, _ := strings.Cut(strings.ToLower(text), "e")
-	intPart, fracPart, _ := strings.Cut(mantissa, ".")
-	digits := strings.TrimLeft(intPart+fracPart, "0")
-	if digits == "" {
-		return 0, true // zero, however written
-	}
-	// The value is digits × 10^exp.
-	exp, err := strconv.ParseInt(expText, 10, 64)
-	if expText == "" {
-		exp, err = 0, nil
-	}
-	if err != nil {
-		// Beyond int64: a non-zero value is either huge or has a fraction.
-		return 0, false
-	}
-	exp -= int64(len(fracPart))
-	switch {
-	case exp >= 19:
-		return 0, false // at least 10^19
-	case exp < -int64(len(digits)):
-		return 0, false // less than 1 and not zero
-	}
-	v, _ := new(big.Int).SetString(digits, 10)
-	ten := big.NewInt(10)
-	if exp >= 0 {
-		v.Mul(v, new(big.Int).Exp(ten, big.NewInt(exp), nil))
-	} else {
-		var rem big.Int
-		v.QuoRem(v, new(big.Int).Exp(ten, big.NewInt(-exp), nil), &rem)
-		if rem.Sign() != 0 {
-			return 0, false
-		}
-	}
-	if neg {
-		v.Neg(v)
-	}
-	if !v.IsInt64() {
-		return 0, false
-	}
-	return v.Int64(), true
-}
-
-func TestReferenceInteger(t *testing.T) {
-	tests := []struct {
-		text   string
-		want   int64
-		wantOK bool
-	}{
-		{"0", 0, true},
-		{"-0.0e-99999999999999999999", 0, true},
-		{"12", 12, true},
-		{"1.5", 0, false},
-		{"1.50e1", 15, true},
-		{"150e-1", 15, true},
-		{"155e-1", 0, false},
-		{"9223372036854775807", math.MaxInt64, true},
-		{"9223372036854775808", 0, false},
-		{"-9223372036854775808", math.MinInt64, true},
-		{"-9223372036854775809", 0, false},
-		{"-92233720368547758.08e2", math.MinInt64, true},
-		{"1e18", 1e18, true},
-		{"1e19", 0, false},
-		{"1e99999999999999999999", 0, false},
-		{"1e-99999999999999999999", 0, false},
-		{"0.000000000000000000001e21", 1, true},
-	}
-	for _, tt := range tests {
-		got, ok := referenceInteger(tt.text)
-		if diff := cmp.Diff([2]any{tt.want, tt.wantOK}, [2]any{got, ok}); diff != "" {
-			t.Errorf("referenceInteger(%q) mismatch (-want +got):\n%s", tt.text, diff)
-		}
-	}
 }

@@ -1,0 +1,5 @@
+package httpapi
+
+// ReferenceDecode is the oracle decodeNewPlant is fuzzed against, for the
+// handler's fuzz test in package httpapi_test.
+var ReferenceDecode = referenceDecode
