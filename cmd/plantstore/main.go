@@ -23,7 +23,6 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
-	"github.com/plantstore/plantstore/internal/textlog"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -188,8 +187,7 @@ func newLogger(o *options, w io.Writer) *slog.Logger {
 	if o.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
 	}
-	// textlog writes what slog.TextHandler writes, access lines faster.
-	return slog.New(textlog.New(w, o.logLevel))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
 }
 
 // A loggedError is an error run has already written to the log, which main
