@@ -491,22 +491,14 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 }
 
 // logAccess writes the access line of a request that started at start,
-// and returns the time it read as the request's end, or the zero time
-// when it wrote no line. It hands the record to the logger's handler
-// itself: that reads the clock once for both the line's time and the
-// duration, and skips the caller lookup that Logger.LogAttrs makes for a
-// source position the line does not need.
+// and returns the time it read as the request's end, which the metrics
+// share, or the zero time when there is no access log.
 func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) time.Time {
 	if h.accessLog == nil {
 		return time.Time{}
 	}
 	ctx := r.Context()
-	lh := h.accessLog.Handler()
-	if !lh.Enabled(ctx, slog.LevelInfo) {
-		return time.Time{}
-	}
 	end := time.Now()
-	line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 	attrs := [...]slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
@@ -519,8 +511,6 @@ func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Tim
 	if rec.code == 0 {
 		n--
 	}
-	line.AddAttrs(attrs[:n]...)
-	// As with Logger.LogAttrs, a line the handler fails to write is lost.
-	_ = lh.Handle(ctx, line)
+	h.accessLog.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 	return end
 }
