@@ -80,7 +80,6 @@ func TestAccessLog(t *testing.T) {
 	type line struct {
 		Level slog.Level
 		Msg   string
-		PC    uintptr
 		Attrs map[string]string
 	}
 	var got []line
@@ -88,7 +87,7 @@ func TestAccessLog(t *testing.T) {
 		if r.Time.Before(before) || r.Time.After(after) {
 			t.Errorf("line %q has time %v, outside the requests' %v to %v", r.Message, r.Time, before, after)
 		}
-		l := line{Level: r.Level, Msg: r.Message, PC: r.PC, Attrs: map[string]string{}}
+		l := line{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "duration" {
 				if d := a.Value.Duration(); d < 0 || d > after.Sub(before) {
@@ -102,10 +101,10 @@ func TestAccessLog(t *testing.T) {
 		got = append(got, l)
 	}
 	want := []line{
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "200", "request_id": ids[0]}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "409", "request_id": ids[1]}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "401", "request_id": ids[2]}},
-		{slog.LevelInfo, "request", 0, map[string]string{"method": "GET", "path": "/nowhere", "status": "400", "error": "404", "request_id": ids[3]}},
+		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "200", "request_id": ids[0]}},
+		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "409", "request_id": ids[1]}},
+		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "401", "request_id": ids[2]}},
+		{slog.LevelInfo, "request", map[string]string{"method": "GET", "path": "/nowhere", "status": "400", "error": "404", "request_id": ids[3]}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("access lines mismatch (-want +got):\n%s", diff)

@@ -33,6 +33,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -203,7 +204,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	buf := bufPool.Get().(*buffer)
 	defer putBuffer(buf)
-	body, err := h.readBody(buf, r.Body, r.ContentLength)
+	body, err := h.readBody(buf, r.Body)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -388,44 +389,25 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.P
 // readBody reads the whole body into buf, refusing one over h.maxBody
 // bytes without reading past one byte more.
 //
-// The buffer grows only once the bytes already received fill it, so that
-// memory follows what the client has sent, not what its Content-Length
-// claims: a client that announces a large body and trickles it in holds
-// no more than the pooled buffer, and one that sends n bytes holds at
-// most 2n or firstGrowth. Each growth at least doubles the buffer and
-// stops at the declared length when there is one, so a legitimate 1 MiB
-// body is copied about 8 times on its way in: BenchmarkCreateLargeBody
-// shows 14 % more bytes allocated than one buffer of the declared size.
-func (h *handler) readBody(buf *buffer, body io.Reader, contentLength int64) ([]byte, error) {
-	limit := h.maxBody
-	b := buf.b[:0]
-	for {
-		if len(b) == cap(b) {
-			b = growBody(b, contentLength, limit)
-		}
-		end := cap(b)
-		if room := limit + 1 - int64(len(b)); room < int64(end-len(b)) {
-			end = len(b) + int(room) // never read more than one byte past limit
-		}
-		n, err := body.Read(b[len(b):end])
-		b = b[:len(b)+n]
-		if int64(len(b)) > limit {
-			buf.b = b
+// [bytes.Buffer.ReadFrom] grows the buffer only once the bytes already
+// received fill it, so that memory follows what the client has sent, not
+// what its Content-Length claims: a client that announces a large body
+// and trickles it in holds no more than the pooled buffer, and one that
+// sends n bytes holds about 2n at most.
+func (h *handler) readBody(buf *buffer, body io.Reader) ([]byte, error) {
+	bb := bytes.NewBuffer(buf.b[:0])
+	_, err := bb.ReadFrom(io.LimitReader(body, h.maxBody+1))
+	buf.b = bb.Bytes()
+	if int64(len(buf.b)) > h.maxBody {
+		return nil, h.tooLarge
+	}
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, h.tooLarge
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			buf.b = b
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				return nil, h.tooLarge
-			}
-			return nil, errReadBody
-		}
+		return nil, errReadBody
 	}
-	buf.b = b
-	return b, nil
+	return buf.b, nil
 }
 
 // A buffer is a reusable byte slice. Buffers that grew past maxPooled are
@@ -509,22 +491,14 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 }
 
 // logAccess writes the access line of a request that started at start,
-// and returns the time it read as the request's end, or the zero time
-// when it wrote no line. It hands the record to the logger's handler
-// itself: that reads the clock once for both the line's time and the
-// duration, and skips the caller lookup that Logger.LogAttrs makes for a
-// source position the line does not need.
+// and returns the time it read as the request's end, which the metrics
+// share, or the zero time when there is no access log.
 func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) time.Time {
 	if h.accessLog == nil {
 		return time.Time{}
 	}
 	ctx := r.Context()
-	lh := h.accessLog.Handler()
-	if !lh.Enabled(ctx, slog.LevelInfo) {
-		return time.Time{}
-	}
 	end := time.Now()
-	line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 	attrs := [...]slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
@@ -537,8 +511,6 @@ func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Tim
 	if rec.code == 0 {
 		n--
 	}
-	line.AddAttrs(attrs[:n]...)
-	// As with Logger.LogAttrs, a line the handler fails to write is lost.
-	_ = lh.Handle(ctx, line)
+	h.accessLog.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 	return end
 }

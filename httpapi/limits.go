@@ -3,28 +3,8 @@ package httpapi
 import "net/http"
 
 // This file holds the bounds the handler keeps on what one request may
-// make it spend or reach: the body buffer's growth, the plants a list asks
-// the storage for, the header bytes, and the routing of escaped paths.
-
-// firstGrowth is the least a full body buffer grows to.
-const firstGrowth = 4 << 10
-
-// growBody returns b with room for more bytes: twice its capacity, or
-// firstGrowth, whichever is more, but no more than the declared length
-// while that is still ahead, and no more than one byte past limit.
-func growBody(b []byte, contentLength, limit int64) []byte {
-	n := max(2*int64(cap(b)), firstGrowth)
-	if contentLength > int64(len(b)) {
-		n = min(n, contentLength)
-	}
-	n = min(n, limit+1)
-	if n <= int64(len(b)) {
-		n = int64(len(b)) + 1
-	}
-	nb := make([]byte, len(b), n)
-	copy(nb, b)
-	return nb
-}
+// make it spend or reach: the plants a list asks the storage for, the
+// header bytes, and the routing of escaped paths.
 
 // listChunk is the most plants the list handler asks the storage for at
 // once: with plants as large as a body may be, a chunk of them is what

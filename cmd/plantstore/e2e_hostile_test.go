@@ -202,9 +202,9 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 
 // TestUnreadAnswersAreCutOff pipelines thousands of requests for the
 // OpenAPI document, through a small receive buffer, and reads none of the
-// answers for a while: the server drops the connection once its writes
-// have stalled for the write timeout, rather than wait on it for as long
-// as the client likes, and keeps serving other clients.
+// answers for a while: the server drops the connection once an answer
+// has gone unwritten for the write timeout, rather than wait on it for as
+// long as the client likes, and keeps serving other clients.
 func TestUnreadAnswersAreCutOff(t *testing.T) {
 	url := startServer(t, "-db", "memory", "-write-timeout", "1s")
 	d := net.Dialer{Timeout: hostileWait, Control: func(_, _ string, c syscall.RawConn) error {

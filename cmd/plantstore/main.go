@@ -23,7 +23,6 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
-	"github.com/plantstore/plantstore/internal/textlog"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -59,7 +58,9 @@ type options struct {
 	// clients cannot hold connections forever.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
-	// writeTimeout bounds how long a client may leave answers unread.
+	// writeTimeout is http.Server.WriteTimeout: a request's answer must be
+	// written within it of the request's headers being read, so that a
+	// client that leaves answers unread is dropped.
 	writeTimeout  time.Duration
 	webhooks      listFlag
 	webhookSecret string
@@ -119,7 +120,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may leave an answer unread before its connection is dropped")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long the server may take to write a request's answer, counted from its headers, before it drops the connection; a client that leaves answers unread is dropped after it")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
@@ -193,8 +194,7 @@ func newLogger(o *options, w io.Writer) *slog.Logger {
 	if o.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
 	}
-	// textlog writes what slog.TextHandler writes, access lines faster.
-	return slog.New(textlog.New(w, o.logLevel))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
 }
 
 // A loggedError is an error run has already written to the log, which main
@@ -296,12 +296,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		handler = withMetricsPath(handler, metricsHandler(reg))
 	}
 	// With the two read timeouts equal, as by default, net/http sets one
-	// read deadline per request instead of two. Writes are bounded by the
-	// stallListener below rather than by WriteTimeout.
+	// read deadline per request instead of two.
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
+		WriteTimeout:      o.writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -329,14 +329,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		go func() { serveErr <- metricsSrv.Serve(mln) }()
 	}
 
-	tcp, err := net.Listen("tcp", o.addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		if metricsSrv != nil {
 			metricsSrv.Close()
 		}
 		return err
 	}
-	ln := stallListener{Listener: tcp, stall: o.writeTimeout}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	logger.Info("plantstore started", "addr", ln.Addr().String(), "db", redactDSN(o.db))
 
