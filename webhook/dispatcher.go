@@ -216,9 +216,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // fanOut creates the deliveries of new events whenever Notify is called,
 // and every poll interval, and wakes the subscribers when there are some.
+// After a fan-out that found events it waits batchGap before the next, so
+// that under a stream of creates each moves a batch of events rather than
+// taking a transaction from the outbox for every create's.
 func (d *Dispatcher) fanOut(ctx context.Context) {
 	t := time.NewTicker(d.cfg.pollInterval)
 	defer t.Stop()
+	gap := time.NewTimer(0)
+	defer gap.Stop()
 	for {
 		total := 0
 		for ctx.Err() == nil {
@@ -235,6 +240,12 @@ func (d *Dispatcher) fanOut(ctx context.Context) {
 		if total > 0 {
 			for _, s := range d.subs {
 				s.notify()
+			}
+			gap.Reset(batchGap)
+			select {
+			case <-ctx.Done():
+				return
+			case <-gap.C:
 			}
 		}
 		select {

@@ -17,8 +17,17 @@ import (
 )
 
 const (
-	// maxRead caps the events one fan-out or claim takes.
+	// maxRead caps the events one fan-out takes.
 	maxRead = 256
+	// maxClaim caps the deliveries one claim takes.
+	maxClaim = 256
+	// batchGap is the least time between two fan-outs, two claims or two
+	// flushes of one subscriber, while there is work for them. A stream
+	// of creates wakes the Dispatcher after every group commit; without
+	// the gap, each would cost the outbox a transaction of each kind for
+	// a handful of events, taking the single writer of SQLite from the
+	// creates. It adds at most this much to a delivery's latency.
+	batchGap = 10 * time.Millisecond
 	// maxDrain caps the response body read to let the connection be reused.
 	maxDrain = 64 << 10
 )
@@ -38,7 +47,6 @@ type subscriber struct {
 	queue   []*delivery         // claimed and waiting, in claim order
 	acks    []int64             // ended, not yet acknowledged to the outbox
 	retries []plantstore.Retry  // failed, not yet recorded in the outbox
-	backlog bool                // the last claim was full: more may be due
 }
 
 // A delivery is one event on its way to one subscriber.
@@ -101,6 +109,16 @@ func (s *subscriber) run(ctx context.Context) {
 		})
 	}
 
+	// The outbox is written by two goroutines besides this one, each
+	// with at most one call in flight: one claims, one records acks and
+	// retries. What comes in while a call is in flight waits for the next,
+	// so that batches grow with the outbox's latency rather than queue one
+	// transaction per delivery behind it.
+	claimed := make(chan claimResult, 1)
+	flushed := make(chan []int64, 1)
+	claiming, flushing := false, false
+	var lastClaim, lastFlush time.Time
+
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var nextPoll, nextExtend time.Time
@@ -115,9 +133,24 @@ func (s *subscriber) run(ctx context.Context) {
 			s.extend(ctx)
 			nextExtend = now.Add(cfg.lease / 3)
 		}
-		s.flush(ctx)
-		if claimNow {
-			claimNow = s.claim(ctx)
+		wait := min(time.Until(nextPoll), time.Until(nextExtend))
+		if !flushing && (len(s.acks) > 0 || len(s.retries) > 0) {
+			if d := batchGap - now.Sub(lastFlush); d > 0 {
+				wait = min(wait, d)
+			} else {
+				flushing, lastFlush = true, now
+				acks, retries := s.acks, s.retries
+				s.acks, s.retries = nil, nil
+				go func() { flushed <- s.flush(ctx, acks, retries) }()
+			}
+		}
+		if claimNow && !claiming {
+			if d := batchGap - now.Sub(lastClaim); d > 0 {
+				wait = min(wait, d)
+			} else if limit := s.claimLimit(); limit > 0 {
+				claiming, claimNow, lastClaim = true, false, now
+				go func() { claimed <- s.claim(ctx, limit) }()
+			}
 		}
 		var (
 			out  chan *delivery
@@ -125,10 +158,6 @@ func (s *subscriber) run(ctx context.Context) {
 		)
 		if next = s.nextReady(); next != nil {
 			out = jobs
-		}
-		wait := min(time.Until(nextPoll), time.Until(nextExtend))
-		if claimNow {
-			wait = 0
 		}
 		timer.Reset(wait)
 		select {
@@ -146,7 +175,14 @@ func (s *subscriber) run(ctx context.Context) {
 					more = false
 				}
 			}
-			claimNow = claimNow || (s.backlog && len(s.held) < cfg.maxInFlight/2)
+		case c := <-claimed:
+			claiming = false
+			// A full claim leaves more behind: claim again once there is
+			// room.
+			claimNow = s.take(c) || claimNow
+		case failed := <-flushed:
+			flushing = false
+			s.acks = append(s.acks, failed...)
 		case <-s.wake:
 			claimNow = true
 		case <-timer.C:
@@ -168,13 +204,19 @@ func (s *subscriber) run(ctx context.Context) {
 			s.handle(ctx, r)
 		}
 	}
+	if claiming {
+		s.take(<-claimed)
+	}
+	if flushing {
+		s.acks = append(s.acks, <-flushed...)
+	}
 	// Hand what is still held back to the outbox, due at once, so that
 	// another Dispatcher need not wait for the leases to expire.
 	for _, dl := range s.held {
 		s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: dl.attempts, Due: time.Now()})
 	}
 	clear(s.held)
-	s.flush(ctx)
+	s.flush(ctx, s.acks, s.retries)
 }
 
 // nextReady returns the first waiting delivery whose lease leaves time for
@@ -201,33 +243,53 @@ func (s *subscriber) drop(dl *delivery) {
 	}
 }
 
-// claim takes deliveries from the outbox up to the max in flight held. It
-// reports whether more may be waiting.
-func (s *subscriber) claim(ctx context.Context) bool {
+// claimResult is the outcome of one claim.
+type claimResult struct {
+	ds    []plantstore.Delivery
+	until time.Time // the end of their lease
+	limit int
+	err   error
+}
+
+// claimLimit returns how many deliveries the next claim may take: the
+// room left under the max in flight, at most maxClaim. It is zero while
+// that room is below half of it, so that a subscriber that keeps up
+// claims in batches rather than one delivery at a time.
+func (s *subscriber) claimLimit() int {
+	batch := min(maxClaim, s.d.cfg.maxInFlight)
 	room := s.d.cfg.maxInFlight - len(s.held)
-	if room <= 0 {
-		return false
+	if room < (batch+1)/2 {
+		return 0
 	}
-	limit := min(room, maxRead)
+	return min(room, batch)
+}
+
+// claim leases up to limit deliveries from the outbox. It runs on its
+// own goroutine; take adds what it returns to those held.
+func (s *subscriber) claim(ctx context.Context, limit int) claimResult {
 	until := time.Now().Add(s.d.cfg.lease)
 	ds, err := s.d.source.Claim(ctx, s.key, s.d.owner, until, limit)
-	if err != nil {
-		s.logOutboxError(ctx, "claim", err)
-		s.backlog = false
+	return claimResult{ds: ds, until: until, limit: limit, err: err}
+}
+
+// take adds the deliveries of a claim to those held and queued, and
+// reports whether more may be waiting in the outbox.
+func (s *subscriber) take(c claimResult) bool {
+	if c.err != nil {
+		s.logOutboxError(context.Background(), "claim", c.err)
 		return false
 	}
-	for _, c := range ds {
-		if dl, ok := s.held[c.Seq]; ok {
+	for _, d := range c.ds {
+		if dl, ok := s.held[d.Seq]; ok {
 			// Claimed again after this Dispatcher's lease expired.
-			dl.until = until
+			dl.until = c.until
 			continue
 		}
-		dl := &delivery{ev: c.Event, id: messageID(c.Event), body: Payload(c.Plant), attempts: c.Attempts, until: until}
-		s.held[c.Seq] = dl
+		dl := &delivery{ev: d.Event, id: messageID(d.Event), body: Payload(d.Plant), attempts: d.Attempts, until: c.until}
+		s.held[d.Seq] = dl
 		s.queue = append(s.queue, dl)
 	}
-	s.backlog = len(ds) == limit
-	return s.backlog
+	return len(c.ds) == c.limit
 }
 
 // extend renews the leases of every held delivery, and drops those that
@@ -329,29 +391,29 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: attempts, Due: due})
 }
 
-// flush tells the outbox of the deliveries that ended and the retries
-// scheduled since the last flush, one batch each, even as ctx ends. Acks
-// that fail are kept for the next flush; retries that fail are dropped,
-// since their leases expire and make them due anyway.
-func (s *subscriber) flush(ctx context.Context) {
-	if len(s.acks) == 0 && len(s.retries) == 0 {
-		return
+// flush tells the outbox of deliveries that ended and retries scheduled,
+// one batch each, even as ctx ends, and returns the acks that failed, to
+// be tried again with the next batch. Retries that fail are dropped,
+// since their leases expire and make them due anyway. It may run on its
+// own goroutine: it touches nothing of s but its configuration.
+func (s *subscriber) flush(ctx context.Context, acks []int64, retries []plantstore.Retry) (failed []int64) {
+	if len(acks) == 0 && len(retries) == 0 {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.attemptTimeout)
 	defer cancel()
-	if len(s.retries) > 0 {
-		if err := s.d.source.Retry(ctx, s.key, s.d.owner, s.retries); err != nil {
+	if len(retries) > 0 {
+		if err := s.d.source.Retry(ctx, s.key, s.d.owner, retries); err != nil {
 			s.logOutboxError(ctx, "retry", err)
 		}
-		s.retries = s.retries[:0]
 	}
-	if len(s.acks) > 0 {
-		if err := s.d.source.Ack(ctx, s.key, s.acks); err != nil {
+	if len(acks) > 0 {
+		if err := s.d.source.Ack(ctx, s.key, acks); err != nil {
 			s.logOutboxError(ctx, "ack", err)
-			return
+			return acks
 		}
-		s.acks = s.acks[:0]
 	}
+	return nil
 }
 
 // backoff returns a random wait, with full jitter, before the attempt that
