@@ -28,6 +28,12 @@ const (
 	// a handful of events, taking the single writer of SQLite from the
 	// creates. It adds at most this much to a delivery's latency.
 	batchGap = 10 * time.Millisecond
+	// downAfter is how many attempts in a row must fail for a subscriber
+	// to be taken as down.
+	downAfter = 10
+	// maxProbeWait caps the wait between two probes of a subscriber that
+	// is down, so that one that comes back is found within it.
+	maxProbeWait = 30 * time.Second
 	// maxDrain caps the response body read to let the connection be reused.
 	maxDrain = 64 << 10
 )
@@ -47,6 +53,16 @@ type subscriber struct {
 	queue   []*delivery         // claimed and waiting, in claim order
 	acks    []int64             // ended, not yet acknowledged to the outbox
 	retries []plantstore.Retry  // failed, not yet recorded in the outbox
+
+	// A subscriber is down once downAfter attempts in a row failed. While
+	// it is down, only one delivery at a time is claimed and attempted, a
+	// probe, each after a longer wait; the first that succeeds brings it
+	// back up.
+	fails     int           // attempts failed in a row
+	downSince time.Time     // zero while up
+	probeWait time.Duration // before the next probe, while down
+	nextProbe time.Time     // while down
+	resumed   bool          // came back up since run last looked
 }
 
 // A delivery is one event on its way to one subscriber.
@@ -57,6 +73,7 @@ type delivery struct {
 	attempts int       // failed attempts before this one, from the outbox
 	until    time.Time // the end of this Dispatcher's lease
 	first    time.Time // the first attempt in this process
+	probe    bool      // attempted while the subscriber is down
 }
 
 type result struct {
@@ -144,10 +161,13 @@ func (s *subscriber) run(ctx context.Context) {
 				go func() { flushed <- s.flush(ctx, acks, retries) }()
 			}
 		}
-		if claimNow && !claiming {
+		if s.isDown() && len(s.held) == 0 && !claiming {
+			wait = min(wait, time.Until(s.nextProbe))
+		}
+		if (claimNow || s.isDown()) && !claiming {
 			if d := batchGap - now.Sub(lastClaim); d > 0 {
 				wait = min(wait, d)
-			} else if limit := s.claimLimit(); limit > 0 {
+			} else if limit := s.claimLimit(now); limit > 0 {
 				claiming, claimNow, lastClaim = true, false, now
 				go func() { claimed <- s.claim(ctx, limit) }()
 			}
@@ -175,6 +195,8 @@ func (s *subscriber) run(ctx context.Context) {
 					more = false
 				}
 			}
+			claimNow = claimNow || s.resumed
+			s.resumed = false
 		case c := <-claimed:
 			claiming = false
 			// A full claim leaves more behind: claim again once there is
@@ -254,8 +276,17 @@ type claimResult struct {
 // claimLimit returns how many deliveries the next claim may take: the
 // room left under the max in flight, at most maxClaim. It is zero while
 // that room is below half of it, so that a subscriber that keeps up
-// claims in batches rather than one delivery at a time.
-func (s *subscriber) claimLimit() int {
+// claims in batches rather than one delivery at a time. While the
+// subscriber is down it is one when a probe is due and none is held, and
+// zero otherwise; a probe claimed moves the next one a wait later.
+func (s *subscriber) claimLimit(now time.Time) int {
+	if s.isDown() {
+		if len(s.held) > 0 || now.Before(s.nextProbe) {
+			return 0
+		}
+		s.nextProbe = now.Add(s.probeWait)
+		return 1
+	}
 	batch := min(maxClaim, s.d.cfg.maxInFlight)
 	room := s.d.cfg.maxInFlight - len(s.held)
 	if room < (batch+1)/2 {
@@ -273,7 +304,9 @@ func (s *subscriber) claim(ctx context.Context, limit int) claimResult {
 }
 
 // take adds the deliveries of a claim to those held and queued, and
-// reports whether more may be waiting in the outbox.
+// reports whether more may be waiting in the outbox. While the subscriber
+// is down, the first new delivery is its probe and the others go back to
+// the outbox.
 func (s *subscriber) take(c claimResult) bool {
 	if c.err != nil {
 		s.logOutboxError(context.Background(), "claim", c.err)
@@ -285,7 +318,11 @@ func (s *subscriber) take(c claimResult) bool {
 			dl.until = c.until
 			continue
 		}
-		dl := &delivery{ev: d.Event, id: messageID(d.Event), body: Payload(d.Plant), attempts: d.Attempts, until: c.until}
+		if s.isDown() && len(s.held) > 0 {
+			s.retries = append(s.retries, plantstore.Retry{Seq: d.Seq, Attempts: d.Attempts, Due: time.Now()})
+			continue
+		}
+		dl := &delivery{ev: d.Event, id: messageID(d.Event), body: Payload(d.Plant), attempts: d.Attempts, until: c.until, probe: s.isDown()}
 		s.held[d.Seq] = dl
 		s.queue = append(s.queue, dl)
 	}
@@ -365,6 +402,10 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 		s.acks = append(s.acks, dl.ev.Seq)
 		s.d.delivered.Add(1)
 		s.d.metrics.delivered.Inc()
+		s.fails = 0
+		if s.isDown() {
+			s.up(ctx)
+		}
 		return
 	}
 	if ctx.Err() != nil {
@@ -373,6 +414,14 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	s.drop(dl)
 	s.d.metrics.failed.Inc()
 	now := time.Now()
+	s.fails++
+	switch {
+	case dl.probe && s.isDown():
+		s.probeWait = min(2*s.probeWait, s.d.cfg.maxBackoff, maxProbeWait)
+		s.nextProbe = now.Add(s.probeWait)
+	case !s.isDown() && s.fails >= downAfter:
+		s.markDown(ctx, now)
+	}
 	attempts := dl.attempts + 1
 	born := dl.ev.Time
 	if born.IsZero() {
@@ -389,6 +438,40 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	due := now.Add(s.backoff(attempts))
 	log.WarnContext(ctx, "webhook: delivery attempt failed", "retry_in", due.Sub(now))
 	s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: attempts, Due: due})
+}
+
+func (s *subscriber) isDown() bool { return !s.downSince.IsZero() }
+
+// markDown takes the subscriber as down: it stops claiming but for
+// probes, and hands the deliveries waiting back to the outbox, due at
+// once, so that they wait there rather than fail one by one. Attempts in
+// flight end as they will.
+func (s *subscriber) markDown(ctx context.Context, now time.Time) {
+	s.downSince = now
+	s.probeWait = min(s.d.cfg.initialBackoff, maxProbeWait)
+	s.nextProbe = now.Add(s.probeWait)
+	released := 0
+	for _, dl := range s.queue {
+		if s.held[dl.ev.Seq] == dl {
+			delete(s.held, dl.ev.Seq)
+			s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: dl.attempts, Due: now})
+			released++
+		}
+	}
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.d.metrics.down.Inc()
+	s.d.log.WarnContext(ctx, "webhook: subscriber down: deliveries paused but for one probe at a time",
+		"subscriber", s.name, "subscriber_index", s.idx, "failed_in_a_row", s.fails, "released", released)
+}
+
+// up takes the subscriber as up again after a probe succeeded.
+func (s *subscriber) up(ctx context.Context) {
+	s.d.log.InfoContext(ctx, "webhook: subscriber up again: deliveries resumed",
+		"subscriber", s.name, "subscriber_index", s.idx, "down_for", time.Since(s.downSince).Round(time.Millisecond))
+	s.downSince = time.Time{}
+	s.resumed = true
+	s.d.metrics.down.Dec()
 }
 
 // flush tells the outbox of deliveries that ended and retries scheduled,
