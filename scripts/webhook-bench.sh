@@ -20,6 +20,8 @@
 #
 # Environment (all optional):
 #   ROUNDS=3 DURATION=8s CONNS=32 WAIT=2m   rounds, load length, connections, drain bound
+#   DOWN=0s                                 the subscriber answers 503 for this long from
+#                                           the start (DOWN=$DURATION: down during the load)
 #   SERVER_CPU=0 CLIENT_CPU=1               cores to pin the server and plantload to
 #                                           (PIN=0 pins nothing)
 #   EXTRA_ARGS=""                           more arguments for every server
@@ -30,6 +32,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8s}
 CONNS=${CONNS:-32}
 WAIT=${WAIT:-2m}
+DOWN=${DOWN:-0s}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PIN=${PIN:-1}
@@ -126,7 +129,7 @@ median() {
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
-echo "$(nproc) cores; $ROUNDS rounds of $DURATION, $CONNS connections, one subscriber; all on 127.0.0.1" >&2
+echo "$(nproc) cores; $ROUNDS rounds of $DURATION, $CONNS connections, one subscriber (down for the first $DOWN); all on 127.0.0.1" >&2
 declare -A creates_of hooks_of drain_of overall_of
 bad=0
 printf '%-6s %-11s %10s %12s %9s %9s %12s %5s\n' round server creates/s webhooks/s backlog drain_s webhooks/s_all dups
@@ -137,7 +140,7 @@ for round in $(seq "$ROUNDS"); do
 		start_server "$name" "$port" "$tmp/$name-$round.log"
 		status=0
 		"${pin_client[@]}" "$tmp/plantload" -url "$server_url" -c "$CONNS" -d "$DURATION" \
-			-webhook-listen "127.0.0.1:$port" -webhook-wait "$WAIT" >"$out" 2>&1 || status=$?
+			-webhook-listen "127.0.0.1:$port" -webhook-wait "$WAIT" -webhook-down "$DOWN" >"$out" 2>&1 || status=$?
 		stop_server
 		read -r creates hooks backlog drain overall dups < <(awk -F': *' '
 			$1 == "creates/s" { c = $2 }

@@ -273,26 +273,31 @@ func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []p
 	return nil
 }
 
-// Ack implements [plantstore.Outbox.Ack]. Each batch of up to 256
-// deliveries is one transaction of two statements: one deletes the
-// deliveries, the other the events left without any.
+// Ack implements [plantstore.Outbox.Ack]. It is one transaction of two
+// statements for each 256 deliveries: one deletes the deliveries, the
+// other the events left without any.
 func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err error) {
 	defer s.m.done(opAckEvents, s.m.start(), &err)
 	if subscriber == "" {
 		return errOwner
 	}
-	for batch := range slices.Chunk(seqs, batchRows) {
-		args := int64Args(batch)
-		err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	err = s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		for batch := range slices.Chunk(seqs, batchRows) {
+			args := int64Args(batch)
 			if _, err := tx.ExecContext(ctx, s.q.endDeliveries(len(batch)), append([]any{subscriber}, args...)...); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, s.q.purgeEvents(len(batch)), args...)
-			return err
-		})
-		if err != nil {
-			return failure(ctx, "end deliveries", err)
+			if _, err := tx.ExecContext(ctx, s.q.purgeEvents(len(batch)), args...); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return failure(ctx, "end deliveries", err)
 	}
 	return nil
 }
