@@ -57,7 +57,9 @@ func WithAttemptTimeout(d time.Duration) Option {
 // Dispatcher waits a random time between zero and
 // min(maxWait, initial·2ⁿ⁻¹) ("full jitter"). Defaults
 // [DefaultInitialBackoff] and [DefaultMaxBackoff], 1s and 5m; a maxWait
-// below initial is taken as initial.
+// below initial is taken as initial. The probes of a subscriber that is
+// down (see the package documentation) wait initial, then twice as long
+// after each that fails, up to maxWait or 30s, whichever is less.
 func WithBackoff(initial, maxWait time.Duration) Option {
 	return func(cfg *config) { cfg.initialBackoff, cfg.maxBackoff = initial, maxWait }
 }
