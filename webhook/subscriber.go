@@ -201,7 +201,7 @@ func (s *subscriber) run(ctx context.Context) {
 			claiming = false
 			// A full claim leaves more behind: claim again once there is
 			// room.
-			claimNow = s.take(c) || claimNow
+			claimNow = s.take(ctx, c) || claimNow
 		case failed := <-flushed:
 			flushing = false
 			s.acks = append(s.acks, failed...)
@@ -227,7 +227,7 @@ func (s *subscriber) run(ctx context.Context) {
 		}
 	}
 	if claiming {
-		s.take(<-claimed)
+		s.take(ctx, <-claimed)
 	}
 	if flushing {
 		s.acks = append(s.acks, <-flushed...)
@@ -307,9 +307,9 @@ func (s *subscriber) claim(ctx context.Context, limit int) claimResult {
 // reports whether more may be waiting in the outbox. While the subscriber
 // is down, the first new delivery is its probe and the others go back to
 // the outbox.
-func (s *subscriber) take(c claimResult) bool {
+func (s *subscriber) take(ctx context.Context, c claimResult) bool {
 	if c.err != nil {
-		s.logOutboxError(context.Background(), "claim", c.err)
+		s.logOutboxError(ctx, "claim", c.err)
 		return false
 	}
 	for _, d := range c.ds {
