@@ -32,10 +32,36 @@ const deliveryLockKey = 0x706c616e74730003 // "plants" 3
 // placeholder limits of both dialects.
 const batchRows = 256
 
+// trimRows caps the seqs of the oldest events that one FanOut drops to
+// keep within WithOutboxMaxPending, so that setting a bound on a large
+// outbox does not hold the writer for long at once.
+const trimRows = 4096
+
+// WithOutboxMaxPending bounds the outbox of a Store opened [WithOutbox] to
+// the n newest events: an event not yet delivered to every subscriber
+// once n more have been recorded after it (counted by seq) is dropped,
+// with its deliveries to every subscriber, as if abandoned. So at most n
+// events are pending, whatever the subscribers do, and the database stops
+// growing while one is down for long. Drops are made by [Store.FanOut],
+// which the Dispatchers call, never by Create, so a full outbox does not
+// slow creates; [Store.Dropped] counts them. A delivery in flight when its
+// event is dropped may still be made. An n of zero or less, the default,
+// sets no bound: every event recorded is delivered or abandoned after its
+// retries.
+func WithOutboxMaxPending(n int) Option {
+	return func(c *config) { c.outboxMax = max(n, 0) }
+}
+
+// Dropped returns the number of outbox events this Store dropped
+// undelivered to keep within [WithOutboxMaxPending].
+func (s *Store) Dropped() uint64 { return s.dropped.Load() }
+
 var errOwner = errors.New("sqlstore: empty subscriber or owner")
 
 // FanOut implements [plantstore.Outbox.FanOut]. Events are recorded only
-// by a Store opened [WithOutbox].
+// by a Store opened [WithOutbox]. With [WithOutboxMaxPending], it first
+// drops up to 4096 of the oldest events past the bound, in the same
+// transaction.
 func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (int, error) {
 	if len(subscribers) == 0 || limit <= 0 {
 		return 0, nil
@@ -45,8 +71,14 @@ func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (in
 	for _, sub := range subscribers {
 		args = append(args, sub)
 	}
-	var n int64
+	var n, dropped int64
 	err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		if s.cfg.outboxMax > 0 {
+			var err error
+			if dropped, err = s.trim(ctx, tx); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, s.q.fanOut(len(subscribers)), args...)
 		if err != nil {
 			return err
@@ -57,7 +89,33 @@ func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (in
 	if err != nil {
 		return 0, failure(ctx, "fan out events", err)
 	}
+	s.dropped.Add(uint64(dropped))
 	return int((n + int64(len(subscribers)) - 1) / int64(len(subscribers))), nil
+}
+
+// trim drops, in tx, the oldest events more than the outbox's bound
+// behind the newest, and their deliveries, at most trimRows seqs of them,
+// and returns how many events it dropped. Both ends of the seq range are
+// read from the primary key; the deletes are ranges of the primary key
+// and of webhook_deliveries_seq.
+func (s *Store) trim(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var lo, hi sql.NullInt64
+	if err := tx.QueryRowContext(ctx, s.q.seqRange).Scan(&lo, &hi); err != nil {
+		return 0, err
+	}
+	cut := hi.Int64 - int64(s.cfg.outboxMax)
+	if !lo.Valid || lo.Int64 > cut {
+		return 0, nil
+	}
+	cut = min(cut, lo.Int64+trimRows-1)
+	if _, err := tx.ExecContext(ctx, s.q.dropDeliveries, cut); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, s.q.dropEvents, cut)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // Claim implements [plantstore.Outbox.Claim]. It uses the clock of this
@@ -215,26 +273,31 @@ func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []p
 	return nil
 }
 
-// Ack implements [plantstore.Outbox.Ack]. Each batch of up to 256
-// deliveries is one transaction of two statements: one deletes the
-// deliveries, the other the events left without any.
+// Ack implements [plantstore.Outbox.Ack]. It is one transaction of two
+// statements for each 256 deliveries: one deletes the deliveries, the
+// other the events left without any.
 func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err error) {
 	defer s.m.done(opAckEvents, s.m.start(), &err)
 	if subscriber == "" {
 		return errOwner
 	}
-	for batch := range slices.Chunk(seqs, batchRows) {
-		args := int64Args(batch)
-		err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	err = s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		for batch := range slices.Chunk(seqs, batchRows) {
+			args := int64Args(batch)
 			if _, err := tx.ExecContext(ctx, s.q.endDeliveries(len(batch)), append([]any{subscriber}, args...)...); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, s.q.purgeEvents(len(batch)), args...)
-			return err
-		})
-		if err != nil {
-			return failure(ctx, "end deliveries", err)
+			if _, err := tx.ExecContext(ctx, s.q.purgeEvents(len(batch)), args...); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return failure(ctx, "end deliveries", err)
 	}
 	return nil
 }

@@ -362,3 +362,76 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 		})
 	}
 }
+
+// TestOutboxMaxPending bounds the outbox to three events and checks that
+// FanOut drops the oldest events past it, fanned out or not, for every
+// subscriber, counts them, and leaves alone the events that ended.
+func TestOutboxMaxPending(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect, WithOutbox(), WithOutboxMaxPending(3))
+			ctx := context.Background()
+			subs := []string{"a", "b"}
+			until := time.Now().Add(time.Hour)
+			create := func(ids ...int64) {
+				t.Helper()
+				for _, id := range ids {
+					if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+						t.Fatalf("Create(%d) = %v", id, err)
+					}
+				}
+			}
+			fanOut := func(want int) {
+				t.Helper()
+				if n, err := s.FanOut(ctx, subs, 100); err != nil || n != want {
+					t.Fatalf("FanOut() = %d, %v; want %d, nil", n, err, want)
+				}
+			}
+			plantIDs := func(seqs []int64) []int64 {
+				t.Helper()
+				byseq := map[int64]int64{}
+				for _, e := range allEvents(t, s) {
+					byseq[e.Seq] = e.Plant.ID
+				}
+				ids := []int64{}
+				for _, seq := range seqs {
+					ids = append(ids, byseq[seq])
+				}
+				return ids
+			}
+
+			create(1, 2)
+			fanOut(2)
+			create(3, 4, 5, 6, 7)
+			// Events 1 to 4 are more than three behind event 7: 1 and 2
+			// fanned out, 3 and 4 not.
+			fanOut(3)
+			if got := s.Dropped(); got != 4 {
+				t.Errorf("Dropped() = %d, want 4", got)
+			}
+			for _, sub := range subs {
+				if diff := cmp.Diff([]int64{5, 6, 7}, plantIDs(claimSeqs(t, s, sub, "o", until, 100))); diff != "" {
+					t.Errorf("plants claimed for %s (-want +got):\n%s", sub, diff)
+				}
+			}
+
+			// Event 5 ends for both subscribers: it is not counted again
+			// when event 8 pushes it out of the bound.
+			seq5 := allEvents(t, s)[0].Seq
+			for _, sub := range subs {
+				if err := s.Ack(ctx, sub, []int64{seq5}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			create(8)
+			fanOut(1)
+			if got := s.Dropped(); got != 4 {
+				t.Errorf("Dropped() = %d after an ended event left the bound, want still 4", got)
+			}
+			if n, err := s.Depth(ctx); err != nil || n != 3 {
+				t.Errorf("Depth() = %d, %v; want 3, nil", n, err)
+			}
+		})
+	}
+}

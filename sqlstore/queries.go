@@ -12,6 +12,12 @@ type queries struct {
 	list    string
 	delete  string
 	depth   string
+	// seqRange reads the least and greatest seq of the events; dropEvents
+	// and dropDeliveries delete the events, and the deliveries, whose seq
+	// is at most $1.
+	seqRange       string
+	dropEvents     string
+	dropDeliveries string
 }
 
 func newQueries(d Dialect) queries {
@@ -21,6 +27,9 @@ func newQueries(d Dialect) queries {
 	q.list = `SELECT id, name, tag FROM plants WHERE id >= ` + p(1) + ` ORDER BY id LIMIT ` + p(2)
 	q.delete = `DELETE FROM plants WHERE id = ` + p(1)
 	q.depth = `SELECT count(*) FROM events`
+	q.seqRange = `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`
+	q.dropEvents = `DELETE FROM events WHERE seq <= ` + p(1)
+	q.dropDeliveries = `DELETE FROM webhook_deliveries WHERE seq <= ` + p(1)
 	return q
 }
 

@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +101,7 @@ type Option func(*config)
 type config struct {
 	group      bool
 	outbox     bool
+	outboxMax  int // see WithOutboxMaxPending; 0: no bound
 	timeout    time.Duration
 	registerer prometheus.Registerer
 }
@@ -156,6 +158,8 @@ type Store struct {
 	// queue here instead of polling the file lock. It is nil on PostgreSQL,
 	// which has row locks.
 	writeSem chan struct{}
+
+	dropped atomic.Uint64 // outbox events dropped undelivered; see WithOutboxMaxPending
 
 	reqs      chan *createReq // to the committer; unbuffered
 	closed    chan struct{}

@@ -46,8 +46,22 @@ type Dispatcher struct {
 
 	delivered atomic.Int64 // successful deliveries, for the statistics line
 
+	// dropper is the outbox, when it drops events to stay within a bound
+	// and leaves logging them to the Dispatcher; see logDrops.
+	dropper dropper
+	drops   dropLog
+
 	mu      sync.Mutex
 	running bool
+}
+
+// A dropper is an outbox that drops events undelivered to stay within a
+// bound, such as a [*MemoryOutbox] or a
+// [github.com/plantstore/plantstore/sqlstore.Store] opened with
+// WithOutboxMaxPending, and counts them.
+type dropper interface {
+	// Dropped returns the number of events dropped, ever.
+	Dropped() uint64
 }
 
 // ErrRunning reports a second call of [Dispatcher.Run].
@@ -151,8 +165,12 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
 	}
 	var dropped func() float64
-	if mo, ok := source.(*MemoryOutbox); ok {
-		dropped = func() float64 { return float64(mo.Dropped()) }
+	if dr, ok := source.(dropper); ok {
+		dropped = func() float64 { return float64(dr.Dropped()) }
+		if _, ok := source.(*MemoryOutbox); !ok {
+			// A MemoryOutbox logs its drops as it makes them.
+			d.dropper = dr
+		}
 	}
 	if err := d.metrics.register(cfg.registerer, d.depth, dropped); err != nil {
 		return nil, err
@@ -216,9 +234,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // fanOut creates the deliveries of new events whenever Notify is called,
 // and every poll interval, and wakes the subscribers when there are some.
+// After a fan-out that found events it waits batchGap before the next, so
+// that under a stream of creates each moves a batch of events rather than
+// taking a transaction from the outbox for every create's.
 func (d *Dispatcher) fanOut(ctx context.Context) {
 	t := time.NewTicker(d.cfg.pollInterval)
 	defer t.Stop()
+	gap := time.NewTimer(0)
+	defer gap.Stop()
 	for {
 		total := 0
 		for ctx.Err() == nil {
@@ -232,9 +255,16 @@ func (d *Dispatcher) fanOut(ctx context.Context) {
 				break
 			}
 		}
+		d.logDrops(ctx, time.Now())
 		if total > 0 {
 			for _, s := range d.subs {
 				s.notify()
+			}
+			gap.Reset(batchGap)
+			select {
+			case <-ctx.Done():
+				return
+			case <-gap.C:
 			}
 		}
 		select {
@@ -282,6 +312,36 @@ func (d *Dispatcher) logStats(ctx context.Context) {
 		}
 		last, lastTime = delivered, now
 	}
+}
+
+// dropLog is what logDrops remembers between calls.
+type dropLog struct {
+	seen     uint64    // the drops counted at the last call
+	loggedAt time.Time // when drops were last logged
+	unlogged uint64    // drops since
+}
+
+// logDrops logs, at error level, the events the outbox dropped since the
+// last line: the first drop at once, then at most one line every
+// dropLogInterval while drops go on, as a [MemoryOutbox] does. Only
+// fanOut calls it.
+func (d *Dispatcher) logDrops(ctx context.Context, now time.Time) {
+	if d.dropper == nil {
+		return
+	}
+	total := d.dropper.Dropped()
+	l := &d.drops
+	l.unlogged += total - l.seen
+	l.seen = total
+	if l.unlogged == 0 || !l.loggedAt.IsZero() && now.Sub(l.loggedAt) < dropLogInterval {
+		return
+	}
+	attrs := []any{"dropped", l.unlogged, "dropped_total", total}
+	if !l.loggedAt.IsZero() {
+		attrs = append(attrs, "since", now.Sub(l.loggedAt).Round(time.Second))
+	}
+	d.log.ErrorContext(ctx, "webhook: outbox full: dropped the oldest pending events, undelivered", attrs...)
+	l.unlogged, l.loggedAt = 0, now
 }
 
 func (d *Dispatcher) logOutboxError(ctx context.Context, op string, err error) {

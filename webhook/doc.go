@@ -19,6 +19,27 @@
 // event reaches each subscriber once while they all live, and at least
 // once when one dies.
 //
+// Each subscriber gets up to [DefaultConcurrency] attempts at once over
+// kept-alive connections, in no promised order. The outbox is read and
+// written in batches beside the attempts: one claim and one write of acks
+// and retries in flight per subscriber, at least 10 ms apart while there
+// is work, so that on SQLite, whose single writer the creates also need,
+// deliveries keep up with creates at full load (see docs/performance.md).
+//
+// A subscriber that fails ten attempts in a row is taken as down: the
+// Dispatcher hands back the deliveries it holds and sends one at a time,
+// a probe, after a wait that doubles from the initial backoff up to 30 s;
+// the first that succeeds resumes delivery. So a subscriber that is down
+// for long costs neither a request nor a log line per event, and does not
+// slow creates. Its events wait in the outbox, which a durable storage
+// keeps unbounded unless told otherwise (sqlstore.WithOutboxMaxPending),
+// and a [MemoryOutbox] bounds ([WithMaxPending]); events past a bound
+// are dropped undelivered, counted and logged. Both states show in the
+// metrics of [WithMetrics] (plantstore_webhook_outbox_depth,
+// plantstore_webhook_subscribers_down, plantstore_webhook_dropped_total)
+// and in a log line every [DefaultStatsInterval] with the outbox depth
+// and the delivery rate.
+//
 // Each delivery carries the headers webhook-id, webhook-timestamp and
 // webhook-signature. Receivers check them with [Verify] and drop
 // deliveries whose webhook-id they have already handled, since an event may

@@ -119,10 +119,27 @@ func maps(m map[string]int) map[string]int {
 // plantIDs returns the plant ids of the bodies rc received, ascending.
 func (rc *receiver) plantIDs(t *testing.T) []int64 {
 	t.Helper()
+	return rc.ids(t, func(string) bool { return true })
+}
+
+// deliveredIDs returns the plant ids of the bodies rc answered with a
+// 2xx, ascending.
+func (rc *receiver) deliveredIDs(t *testing.T) []int64 {
+	t.Helper()
+	return rc.ids(t, func(id string) bool { return rc.delivered[id] > 0 })
+}
+
+// ids returns the plant ids of the bodies of the webhook-ids keep
+// accepts, ascending. keep is called with rc.mu held.
+func (rc *receiver) ids(t *testing.T, keep func(webhookID string) bool) []int64 {
+	t.Helper()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	ids := []int64{}
-	for _, b := range rc.bodies {
+	for id, b := range rc.bodies {
+		if !keep(id) {
+			continue
+		}
 		var p struct{ ID int64 }
 		if err := json.Unmarshal([]byte(b), &p); err != nil {
 			t.Fatalf("body %s: %v", b, err)

@@ -14,11 +14,12 @@ var nan = math.NaN()
 // into collectors nobody gathers.
 type metrics struct {
 	delivered, failed, abandoned prometheus.Counter
+	down                         prometheus.Gauge
 }
 
 // register creates the metrics and registers them, with a gauge that
 // reads depth on every scrape, with reg when it is not nil. With a
-// dropped function, as for a [MemoryOutbox], it also registers
+// dropped function, as for an outbox that drops events past a bound, it also registers
 // plantstore_webhook_dropped_total, which reads it on every scrape.
 func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() float64) error {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{
@@ -33,6 +34,10 @@ func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() floa
 		Name: "plantstore_webhook_abandoned_total",
 		Help: "Webhook deliveries given up after the maximum age.",
 	})
+	m.down = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "plantstore_webhook_subscribers_down",
+		Help: "Webhook subscribers taken as down after failed attempts in a row: only one delivery at a time is attempted to them, as a probe.",
+	})
 	if reg == nil {
 		return nil
 	}
@@ -40,11 +45,11 @@ func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() floa
 		Name: "plantstore_webhook_outbox_depth",
 		Help: "Events in the webhook outbox that some subscriber has not received or given up yet.",
 	}, depth)
-	collectors := []prometheus.Collector{m.delivered, m.failed, m.abandoned, gauge}
+	collectors := []prometheus.Collector{m.delivered, m.failed, m.abandoned, m.down, gauge}
 	if dropped != nil {
 		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "plantstore_webhook_dropped_total",
-			Help: "Webhook events dropped undelivered, for every subscriber, because the in-memory outbox was full.",
+			Help: "Webhook events dropped undelivered, for every subscriber, because the outbox was full.",
 		}, dropped))
 	}
 	var (

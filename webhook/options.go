@@ -57,7 +57,9 @@ func WithAttemptTimeout(d time.Duration) Option {
 // Dispatcher waits a random time between zero and
 // min(maxWait, initial·2ⁿ⁻¹) ("full jitter"). Defaults
 // [DefaultInitialBackoff] and [DefaultMaxBackoff], 1s and 5m; a maxWait
-// below initial is taken as initial.
+// below initial is taken as initial. The probes of a subscriber that is
+// down (see the package documentation) wait initial, then twice as long
+// after each that fails, up to maxWait or 30s, whichever is less.
 func WithBackoff(initial, maxWait time.Duration) Option {
 	return func(cfg *config) { cfg.initialBackoff, cfg.maxBackoff = initial, maxWait }
 }
@@ -103,9 +105,12 @@ func WithLease(d time.Duration) Option {
 // WithMetrics registers the Dispatcher's metrics with reg:
 // plantstore_webhook_deliveries_total,
 // plantstore_webhook_failed_attempts_total,
-// plantstore_webhook_abandoned_total and the gauge
-// plantstore_webhook_outbox_depth, and for a [*MemoryOutbox]
-// plantstore_webhook_dropped_total. [New] fails when the names are taken.
+// plantstore_webhook_abandoned_total, the gauges
+// plantstore_webhook_outbox_depth and plantstore_webhook_subscribers_down,
+// and for an outbox that drops events past a bound (a [*MemoryOutbox], or
+// a [github.com/plantstore/plantstore/sqlstore.Store] opened with
+// WithOutboxMaxPending) plantstore_webhook_dropped_total. [New] fails
+// when the names are taken.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(cfg *config) { cfg.registerer = reg }
 }

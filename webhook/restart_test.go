@@ -17,13 +17,13 @@ import (
 
 // openSQLite opens the Store with an outbox over the SQLite file at path,
 // closed at the end of the test or by close.
-func openSQLite(t *testing.T, path string) (s *sqlstore.Store, close func()) {
+func openSQLite(t *testing.T, path string, opts ...sqlstore.Option) (s *sqlstore.Store, close func()) {
 	t.Helper()
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		t.Fatalf("sql.Open() = %v", err)
 	}
-	s, err = sqlstore.Open(context.Background(), db, sqlstore.SQLite, sqlstore.WithOutbox())
+	s, err = sqlstore.Open(context.Background(), db, sqlstore.SQLite, append([]sqlstore.Option{sqlstore.WithOutbox()}, opts...)...)
 	if err != nil {
 		db.Close()
 		t.Fatalf("sqlstore.Open() = %v", err)

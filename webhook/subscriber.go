@@ -17,8 +17,23 @@ import (
 )
 
 const (
-	// maxRead caps the events one fan-out or claim takes.
+	// maxRead caps the events one fan-out takes.
 	maxRead = 256
+	// maxClaim caps the deliveries one claim takes.
+	maxClaim = 256
+	// batchGap is the least time between two fan-outs, two claims or two
+	// flushes of one subscriber, while there is work for them. A stream
+	// of creates wakes the Dispatcher after every group commit; without
+	// the gap, each would cost the outbox a transaction of each kind for
+	// a handful of events, taking the single writer of SQLite from the
+	// creates. It adds at most this much to a delivery's latency.
+	batchGap = 10 * time.Millisecond
+	// downAfter is how many attempts in a row must fail for a subscriber
+	// to be taken as down.
+	downAfter = 10
+	// maxProbeWait caps the wait between two probes of a subscriber that
+	// is down, so that one that comes back is found within it.
+	maxProbeWait = 30 * time.Second
 	// maxDrain caps the response body read to let the connection be reused.
 	maxDrain = 64 << 10
 )
@@ -38,7 +53,16 @@ type subscriber struct {
 	queue   []*delivery         // claimed and waiting, in claim order
 	acks    []int64             // ended, not yet acknowledged to the outbox
 	retries []plantstore.Retry  // failed, not yet recorded in the outbox
-	backlog bool                // the last claim was full: more may be due
+
+	// A subscriber is down once downAfter attempts in a row failed. While
+	// it is down, only one delivery at a time is claimed and attempted, a
+	// probe, each after a longer wait; the first that succeeds brings it
+	// back up.
+	fails     int           // attempts failed in a row
+	downSince time.Time     // zero while up
+	probeWait time.Duration // before the next probe, while down
+	nextProbe time.Time     // while down
+	resumed   bool          // came back up since run last looked
 }
 
 // A delivery is one event on its way to one subscriber.
@@ -49,6 +73,7 @@ type delivery struct {
 	attempts int       // failed attempts before this one, from the outbox
 	until    time.Time // the end of this Dispatcher's lease
 	first    time.Time // the first attempt in this process
+	probe    bool      // attempted while the subscriber is down
 }
 
 type result struct {
@@ -101,6 +126,16 @@ func (s *subscriber) run(ctx context.Context) {
 		})
 	}
 
+	// The outbox is written by two goroutines besides this one, each
+	// with at most one call in flight: one claims, one records acks and
+	// retries. What comes in while a call is in flight waits for the next,
+	// so that batches grow with the outbox's latency rather than queue one
+	// transaction per delivery behind it.
+	claimed := make(chan claimResult, 1)
+	flushed := make(chan []int64, 1)
+	claiming, flushing := false, false
+	var lastClaim, lastFlush time.Time
+
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var nextPoll, nextExtend time.Time
@@ -115,9 +150,27 @@ func (s *subscriber) run(ctx context.Context) {
 			s.extend(ctx)
 			nextExtend = now.Add(cfg.lease / 3)
 		}
-		s.flush(ctx)
-		if claimNow {
-			claimNow = s.claim(ctx)
+		wait := min(time.Until(nextPoll), time.Until(nextExtend))
+		if !flushing && (len(s.acks) > 0 || len(s.retries) > 0) {
+			if d := batchGap - now.Sub(lastFlush); d > 0 {
+				wait = min(wait, d)
+			} else {
+				flushing, lastFlush = true, now
+				acks, retries := s.acks, s.retries
+				s.acks, s.retries = nil, nil
+				go func() { flushed <- s.flush(ctx, acks, retries) }()
+			}
+		}
+		if s.isDown() && len(s.held) == 0 && !claiming {
+			wait = min(wait, time.Until(s.nextProbe))
+		}
+		if (claimNow || s.isDown()) && !claiming {
+			if d := batchGap - now.Sub(lastClaim); d > 0 {
+				wait = min(wait, d)
+			} else if limit := s.claimLimit(now); limit > 0 {
+				claiming, claimNow, lastClaim = true, false, now
+				go func() { claimed <- s.claim(ctx, limit) }()
+			}
 		}
 		var (
 			out  chan *delivery
@@ -125,10 +178,6 @@ func (s *subscriber) run(ctx context.Context) {
 		)
 		if next = s.nextReady(); next != nil {
 			out = jobs
-		}
-		wait := min(time.Until(nextPoll), time.Until(nextExtend))
-		if claimNow {
-			wait = 0
 		}
 		timer.Reset(wait)
 		select {
@@ -146,7 +195,16 @@ func (s *subscriber) run(ctx context.Context) {
 					more = false
 				}
 			}
-			claimNow = claimNow || (s.backlog && len(s.held) < cfg.maxInFlight/2)
+			claimNow = claimNow || s.resumed
+			s.resumed = false
+		case c := <-claimed:
+			claiming = false
+			// A full claim leaves more behind: claim again once there is
+			// room.
+			claimNow = s.take(ctx, c) || claimNow
+		case failed := <-flushed:
+			flushing = false
+			s.acks = append(s.acks, failed...)
 		case <-s.wake:
 			claimNow = true
 		case <-timer.C:
@@ -168,13 +226,19 @@ func (s *subscriber) run(ctx context.Context) {
 			s.handle(ctx, r)
 		}
 	}
+	if claiming {
+		s.take(ctx, <-claimed)
+	}
+	if flushing {
+		s.acks = append(s.acks, <-flushed...)
+	}
 	// Hand what is still held back to the outbox, due at once, so that
 	// another Dispatcher need not wait for the leases to expire.
 	for _, dl := range s.held {
 		s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: dl.attempts, Due: time.Now()})
 	}
 	clear(s.held)
-	s.flush(ctx)
+	s.flush(ctx, s.acks, s.retries)
 }
 
 // nextReady returns the first waiting delivery whose lease leaves time for
@@ -201,33 +265,68 @@ func (s *subscriber) drop(dl *delivery) {
 	}
 }
 
-// claim takes deliveries from the outbox up to the max in flight held. It
-// reports whether more may be waiting.
-func (s *subscriber) claim(ctx context.Context) bool {
-	room := s.d.cfg.maxInFlight - len(s.held)
-	if room <= 0 {
-		return false
+// claimResult is the outcome of one claim.
+type claimResult struct {
+	ds    []plantstore.Delivery
+	until time.Time // the end of their lease
+	limit int
+	err   error
+}
+
+// claimLimit returns how many deliveries the next claim may take: the
+// room left under the max in flight, at most maxClaim. It is zero while
+// that room is below half of it, so that a subscriber that keeps up
+// claims in batches rather than one delivery at a time. While the
+// subscriber is down it is one when a probe is due and none is held, and
+// zero otherwise; a probe claimed moves the next one a wait later.
+func (s *subscriber) claimLimit(now time.Time) int {
+	if s.isDown() {
+		if len(s.held) > 0 || now.Before(s.nextProbe) {
+			return 0
+		}
+		s.nextProbe = now.Add(s.probeWait)
+		return 1
 	}
-	limit := min(room, maxRead)
+	batch := min(maxClaim, s.d.cfg.maxInFlight)
+	room := s.d.cfg.maxInFlight - len(s.held)
+	if room < (batch+1)/2 {
+		return 0
+	}
+	return min(room, batch)
+}
+
+// claim leases up to limit deliveries from the outbox. It runs on its
+// own goroutine; take adds what it returns to those held.
+func (s *subscriber) claim(ctx context.Context, limit int) claimResult {
 	until := time.Now().Add(s.d.cfg.lease)
 	ds, err := s.d.source.Claim(ctx, s.key, s.d.owner, until, limit)
-	if err != nil {
-		s.logOutboxError(ctx, "claim", err)
-		s.backlog = false
+	return claimResult{ds: ds, until: until, limit: limit, err: err}
+}
+
+// take adds the deliveries of a claim to those held and queued, and
+// reports whether more may be waiting in the outbox. While the subscriber
+// is down, the first new delivery is its probe and the others go back to
+// the outbox.
+func (s *subscriber) take(ctx context.Context, c claimResult) bool {
+	if c.err != nil {
+		s.logOutboxError(ctx, "claim", c.err)
 		return false
 	}
-	for _, c := range ds {
-		if dl, ok := s.held[c.Seq]; ok {
+	for _, d := range c.ds {
+		if dl, ok := s.held[d.Seq]; ok {
 			// Claimed again after this Dispatcher's lease expired.
-			dl.until = until
+			dl.until = c.until
 			continue
 		}
-		dl := &delivery{ev: c.Event, id: messageID(c.Event), body: Payload(c.Plant), attempts: c.Attempts, until: until}
-		s.held[c.Seq] = dl
+		if s.isDown() && len(s.held) > 0 {
+			s.retries = append(s.retries, plantstore.Retry{Seq: d.Seq, Attempts: d.Attempts, Due: time.Now()})
+			continue
+		}
+		dl := &delivery{ev: d.Event, id: messageID(d.Event), body: Payload(d.Plant), attempts: d.Attempts, until: c.until, probe: s.isDown()}
+		s.held[d.Seq] = dl
 		s.queue = append(s.queue, dl)
 	}
-	s.backlog = len(ds) == limit
-	return s.backlog
+	return len(c.ds) == c.limit
 }
 
 // extend renews the leases of every held delivery, and drops those that
@@ -303,6 +402,10 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 		s.acks = append(s.acks, dl.ev.Seq)
 		s.d.delivered.Add(1)
 		s.d.metrics.delivered.Inc()
+		s.fails = 0
+		if s.isDown() {
+			s.up(ctx)
+		}
 		return
 	}
 	if ctx.Err() != nil {
@@ -311,6 +414,14 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	s.drop(dl)
 	s.d.metrics.failed.Inc()
 	now := time.Now()
+	s.fails++
+	switch {
+	case dl.probe && s.isDown():
+		s.probeWait = min(2*s.probeWait, s.d.cfg.maxBackoff, maxProbeWait)
+		s.nextProbe = now.Add(s.probeWait)
+	case !s.isDown() && s.fails >= downAfter:
+		s.markDown(ctx, now)
+	}
 	attempts := dl.attempts + 1
 	born := dl.ev.Time
 	if born.IsZero() {
@@ -329,29 +440,63 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: attempts, Due: due})
 }
 
-// flush tells the outbox of the deliveries that ended and the retries
-// scheduled since the last flush, one batch each, even as ctx ends. Acks
-// that fail are kept for the next flush; retries that fail are dropped,
-// since their leases expire and make them due anyway.
-func (s *subscriber) flush(ctx context.Context) {
-	if len(s.acks) == 0 && len(s.retries) == 0 {
-		return
+func (s *subscriber) isDown() bool { return !s.downSince.IsZero() }
+
+// markDown takes the subscriber as down: it stops claiming but for
+// probes, and hands the deliveries waiting back to the outbox, due at
+// once, so that they wait there rather than fail one by one. Attempts in
+// flight end as they will.
+func (s *subscriber) markDown(ctx context.Context, now time.Time) {
+	s.downSince = now
+	s.probeWait = min(s.d.cfg.initialBackoff, maxProbeWait)
+	s.nextProbe = now.Add(s.probeWait)
+	released := 0
+	for _, dl := range s.queue {
+		if s.held[dl.ev.Seq] == dl {
+			delete(s.held, dl.ev.Seq)
+			s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: dl.attempts, Due: now})
+			released++
+		}
+	}
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.d.metrics.down.Inc()
+	s.d.log.WarnContext(ctx, "webhook: subscriber down: deliveries paused but for one probe at a time",
+		"subscriber", s.name, "subscriber_index", s.idx, "failed_in_a_row", s.fails, "released", released)
+}
+
+// up takes the subscriber as up again after a probe succeeded.
+func (s *subscriber) up(ctx context.Context) {
+	s.d.log.InfoContext(ctx, "webhook: subscriber up again: deliveries resumed",
+		"subscriber", s.name, "subscriber_index", s.idx, "down_for", time.Since(s.downSince).Round(time.Millisecond))
+	s.downSince = time.Time{}
+	s.resumed = true
+	s.d.metrics.down.Dec()
+}
+
+// flush tells the outbox of deliveries that ended and retries scheduled,
+// one batch each, even as ctx ends, and returns the acks that failed, to
+// be tried again with the next batch. Retries that fail are dropped,
+// since their leases expire and make them due anyway. It may run on its
+// own goroutine: it touches nothing of s but its configuration.
+func (s *subscriber) flush(ctx context.Context, acks []int64, retries []plantstore.Retry) (failed []int64) {
+	if len(acks) == 0 && len(retries) == 0 {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.cfg.attemptTimeout)
 	defer cancel()
-	if len(s.retries) > 0 {
-		if err := s.d.source.Retry(ctx, s.key, s.d.owner, s.retries); err != nil {
+	if len(retries) > 0 {
+		if err := s.d.source.Retry(ctx, s.key, s.d.owner, retries); err != nil {
 			s.logOutboxError(ctx, "retry", err)
 		}
-		s.retries = s.retries[:0]
 	}
-	if len(s.acks) > 0 {
-		if err := s.d.source.Ack(ctx, s.key, s.acks); err != nil {
+	if len(acks) > 0 {
+		if err := s.d.source.Ack(ctx, s.key, acks); err != nil {
 			s.logOutboxError(ctx, "ack", err)
-			return
+			return acks
 		}
-		s.acks = s.acks[:0]
 	}
+	return nil
 }
 
 // backoff returns a random wait, with full jitter, before the attempt that

@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,5 +88,37 @@ func TestLoadsTheRealServer(t *testing.T) {
 	_, _, err = proctest.Run(t, load, env, "-c", "0")
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
 		t.Errorf("plantload -c 0 exited with %v, want status 2", err)
+	}
+}
+
+// TestReceivesTheServersWebhooks runs plantload as the webhook subscriber
+// of a real server on SQLite, once answering at once and once down for
+// the first moments, and checks that it counts every plant created as
+// delivered once.
+func TestReceivesTheServersWebhooks(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := l.Addr().String()
+	l.Close()
+	env := proctest.Env("PLANTSTORE_TOKENS=load-token", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	server := proctest.Start(t, proctest.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
+		"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db"), "-log-level", "warn",
+		"-webhook", "http://"+hook+"/")
+	load := proctest.Build(t, ".")
+	for i, down := range []string{"0s", "300ms"} {
+		args := []string{"-url", server.URL, "-c", "4", "-n", "300", "-d", "0", "-start-id", strconv.Itoa(1000 * (i + 1)),
+			"-webhook-listen", hook, "-webhook-wait", "1m", "-webhook-down", down}
+		stdout, stderr, err := proctest.Run(t, load, env, args...)
+		if err != nil {
+			t.Fatalf("plantload -webhook-down %s: %v\n%s\n%s", down, err, stdout, stderr)
+		}
+		got := fields(t, stdout)
+		inLoad, _ := strconv.Atoi(got["webhooks in load"])
+		backlog, _ := strconv.Atoi(got["webhook backlog"])
+		if inLoad+backlog != 300 || got["webhook duplicates"] != "0" || strings.HasPrefix(got["webhook drain"], "not") {
+			t.Errorf("-webhook-down %s: want 300 plants delivered once each, got report:\n%s", down, stdout)
+		}
 	}
 }

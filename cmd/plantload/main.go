@@ -6,6 +6,7 @@
 //
 //	plantload [-url http://127.0.0.1:8080] [-token T] [-c 32] [-d 10s] [-n N]
 //	          [-start-id ID] [-name NAME] [-tag TAG] [-timeout 10s]
+//	          [-webhook-listen 127.0.0.1:PORT] [-webhook-wait 2m] [-webhook-down D]
 //
 // Requests go to <url>/plants only; redirects are not followed and no proxy
 // is used. The token comes from -token or else is the first of the
@@ -15,6 +16,19 @@
 // be set. Every request carries a distinct id, counting up from -start-id,
 // whose default is the current time in nanoseconds so that reruns against
 // one server do not collide.
+//
+// With -webhook-listen, plantload is also the server's webhook subscriber:
+// start the server with -webhook http://127.0.0.1:PORT/ and the same
+// PLANTSTORE_WEBHOOK_SECRET (signatures are checked when it is set).
+// plantload answers every delivery at once with 204, and after the load
+// waits, at most -webhook-wait, until every plant created with 200 has been
+// delivered. It reports creates and deliveries per second during the load,
+// the backlog the load left, the time it took to drain, and duplicate
+// deliveries; it exits with status 1 when some were not delivered. With
+// -webhook-down it answers 503 for that long from the start instead, as a
+// subscriber that is down, and then reports how long the backlog took to
+// drain once it is back.
+// scripts/webhook-bench.sh runs it against a real server on SQLite.
 package main
 
 import (

@@ -43,6 +43,34 @@ func report(w io.Writer, c *config, r *result, elapsed time.Duration) {
 	}
 }
 
+// reportWebhooks prints what the webhook receiver saw: the creates and
+// deliveries per second of the load, the backlog the load left and how
+// long it took to drain.
+func reportWebhooks(w io.Writer, r *result, elapsed time.Duration, f webhookFigures) {
+	created := r.statuses[200]
+	line(w, "creates/s", "%.1f", float64(created)/elapsed.Seconds())
+	line(w, "webhooks in load", "%d", f.duringLoad)
+	line(w, "webhooks/s in load", "%.1f", float64(f.duringLoad)/elapsed.Seconds())
+	line(w, "webhook backlog", "%d", f.backlog)
+	if f.left > 0 {
+		line(w, "webhook drain", "not drained: %d left after %s", f.left, f.drain.Round(time.Millisecond))
+	} else {
+		line(w, "webhook drain", "%s", f.drain.Round(time.Millisecond))
+	}
+	delivered := int64(f.duringLoad + f.backlog - f.left)
+	line(w, "webhooks/s overall", "%.1f", float64(delivered)/(elapsed+f.drain).Seconds())
+	line(w, "webhook duplicates", "%d", f.dups)
+	if f.refused > 0 {
+		line(w, "webhooks refused", "%d", f.refused)
+	}
+	if f.unsigned > 0 {
+		line(w, "webhook bad signature", "%d", f.unsigned)
+	}
+	if f.foreign > 0 {
+		line(w, "webhook other plants", "%d", f.foreign)
+	}
+}
+
 // line prints one "key: value" line with the values aligned.
 func line(w io.Writer, key, format string, args ...any) {
 	fmt.Fprintf(w, "%-20s "+format+"\n", append([]any{key + ":"}, args...)...)

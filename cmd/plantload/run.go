@@ -30,6 +30,11 @@ type config struct {
 	tag      string
 	hasTag   bool
 	timeout  time.Duration
+
+	webhookListen string        // where the webhook receiver listens, or ""
+	webhookWait   time.Duration // how long to wait for the deliveries after the load
+	webhookSecret []byte        // checks the deliveries' signatures when set
+	webhookDown   time.Duration // how long the receiver refuses deliveries
 }
 
 // errUsage reports a command line that cannot be run.
@@ -48,6 +53,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.name, "name", "Monstera", "name of every plant")
 	fs.StringVar(&c.tag, "tag", "", "tag of every plant (omitted unless set)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on one request after this long")
+	fs.StringVar(&c.webhookListen, "webhook-listen", "", "receive the server's webhooks on this loopback `address` (start the server with -webhook http://ADDRESS/), count them, and after the load wait for the rest")
+	fs.DurationVar(&c.webhookDown, "webhook-down", 0, "with -webhook-listen, answer 503 to every delivery for this long from the start, as a subscriber that is down")
+	fs.DurationVar(&c.webhookWait, "webhook-wait", 2*time.Minute, "with -webhook-listen, how long to wait after the load for the deliveries still due")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -76,6 +84,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 			}
 		}
 	}
+	c.webhookSecret = []byte(getenv("PLANTSTORE_WEBHOOK_SECRET"))
 	switch {
 	case c.conns < 1:
 		return c, fmt.Errorf("%w: -c must be at least 1", errUsage)
@@ -85,6 +94,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, fmt.Errorf("%w: set -d or -n so that the run ends", errUsage)
 	case c.timeout <= 0:
 		return c, fmt.Errorf("%w: -timeout must be positive", errUsage)
+	case c.webhookWait <= 0:
+		return c, fmt.Errorf("%w: -webhook-wait must be positive", errUsage)
+	case c.webhookDown < 0:
+		return c, fmt.Errorf("%w: -webhook-down must not be negative", errUsage)
 	}
 	u, err := url.Parse(*base)
 	if err != nil {
@@ -160,6 +173,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer cancel()
 	}
 
+	var rc *receiver
+	if c.webhookListen != "" {
+		rc = newReceiver(c.webhookSecret, c.startID, time.Now().Add(c.webhookDown))
+		stop, err := listenWebhooks(c.webhookListen, rc)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
 	var issued atomic.Int64
 	results := make([]*result, c.conns)
 	var wg sync.WaitGroup
@@ -167,7 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for i := range results {
 		results[i] = newResult()
 		wg.Go(func() {
-			work(ctx, stopCtx, client, &c, &issued, results[i])
+			work(ctx, stopCtx, client, &c, &issued, results[i], rc)
 		})
 	}
 	wg.Wait()
@@ -178,17 +201,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		total.merge(r)
 	}
 	report(stdout, &c, total, elapsed)
+	var undelivered error
+	if rc != nil {
+		f := rc.awaitDrain(ctx, c.webhookWait)
+		reportWebhooks(stdout, total, elapsed, f)
+		if f.left > 0 {
+			undelivered = fmt.Errorf("%w: %d after waiting %s", errUndelivered, f.left, c.webhookWait)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("plantload: interrupted: %w", err)
 	}
 	if len(total.latencies) == 0 {
 		return errors.New("plantload: no request got a response")
 	}
-	return nil
+	return undelivered
 }
 
 // work sends requests until stopCtx ends or the -n budget is spent.
-func work(ctx, stopCtx context.Context, client *http.Client, c *config, issued *atomic.Int64, r *result) {
+// With rc, it records the plants created with 200.
+func work(ctx, stopCtx context.Context, client *http.Client, c *config, issued *atomic.Int64, r *result, rc *receiver) {
 	// The body is built in place: a fixed prefix, the id, a fixed suffix.
 	prefix := []byte(`{"id":`)
 	suffix := []byte(`,"name":` + jsonString(c.name))
@@ -250,6 +282,9 @@ func work(ctx, stopCtx context.Context, client *http.Client, c *config, issued *
 		}
 		r.latencies = append(r.latencies, d)
 		r.statuses[resp.StatusCode]++
+		if rc != nil && resp.StatusCode == http.StatusOK {
+			rc.create(c.startID + k - 1)
+		}
 		if resp.StatusCode != http.StatusOK {
 			r.codes[errorCode(errBody.Bytes())]++
 		}

@@ -213,6 +213,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{name: "unparsable url", args: []string{"-url", "http://[::1"}},
 		{name: "unknown flag", args: []string{"-bogus"}},
 		{name: "stray argument", args: []string{"extra"}},
+		{name: "webhook receiver off loopback", args: []string{"-webhook-listen", "0.0.0.0:9999"}, reason: "the receiver only listens on loopback"},
+		{name: "webhook receiver without port", args: []string{"-webhook-listen", "127.0.0.1"}},
+		{name: "negative webhook wait", args: []string{"-webhook-wait", "-1s"}},
+		{name: "negative webhook down", args: []string{"-webhook-down", "-1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

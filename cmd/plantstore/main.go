@@ -79,8 +79,9 @@ type options struct {
 	// webhookLease is how long a claimed webhook delivery stays with this
 	// process before another process on the same database may take it.
 	webhookLease time.Duration
-	// webhookMaxPending and webhookMaxPendingBytes bound the in-memory
-	// outbox of memory storage.
+	// webhookMaxPending bounds the outbox, in events: 0 is the storage's
+	// default, 10,000 in memory and no bound in a database.
+	// webhookMaxPendingBytes bounds the in-memory outbox of memory storage.
 	webhookMaxPending      int
 	webhookMaxPendingBytes int64
 }
@@ -129,7 +130,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
-	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", webhook.DefaultMaxPending, "with -db memory, the most webhook `events` kept undelivered; past it the oldest are dropped")
+	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", 0, "the most webhook `events` kept undelivered; past it the oldest are dropped (0: 10000 with -db memory, no bound with a database)")
 	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -159,10 +160,13 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	for _, f := range []struct {
 		flag string
 		n    int64
-	}{{"max-body", o.maxBody}, {"webhook-max-pending", int64(o.webhookMaxPending)}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
+	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
 		if f.n <= 0 {
 			return o, o.flagError(f.flag, errNotPositive)
 		}
+	}
+	if o.webhookMaxPending < 0 {
+		return o, fmt.Errorf("%s must not be negative", o.name("webhook-max-pending"))
 	}
 	if o.shutdownTimeout < 0 {
 		return o, o.flagError("shutdown-timeout", errNegative)
@@ -248,7 +252,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg.MustRegister(logs.droppedCounter())
 	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
 	if len(o.webhooks) > 0 {
-		sopts = append(sopts, sqlstore.WithOutbox())
+		sopts = append(sopts, sqlstore.WithOutbox(), sqlstore.WithOutboxMaxPending(o.webhookMaxPending))
 	}
 	storage, closeStorage, err := openStorage(ctx, o.db, sopts...)
 	if err != nil {

@@ -62,9 +62,10 @@ func webhookSecret(o *options, getenv func(string) string) (string, error) {
 // startWebhooks starts delivering plant-added webhooks, signed with secret,
 // when -webhook names subscribers. Durable storage records each event in
 // the plant's own transaction and the state of its deliveries, which every
-// process on the same database shares by lease; memory storage keeps
-// pending deliveries in memory, at most -webhook-max-pending events and
-// -webhook-max-pending-bytes bytes of them. It returns the options the
+// process on the same database shares by lease, at most
+// -webhook-max-pending events of them when it is set; memory storage
+// keeps pending deliveries in memory, at most -webhook-max-pending events
+// (10,000 unless set) and -webhook-max-pending-bytes bytes of them. It returns the options the
 // PlantStore needs and a function that stops delivery. reg is the
 // binary's registry, for the delivery metrics.
 func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer) (psOpts []plantstore.Option, stop func(), err error) {

@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -135,4 +137,44 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunBoundsTheDatabaseOutbox runs the binary on SQLite with
+// -webhook-max-pending 5 and a subscriber that refuses everything, and
+// checks what an operator sees: the subscriber down, the events past the
+// bound dropped and logged, and the outbox depth held at the bound.
+func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
+	const n, bound = 30, 5
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(refusing.Close)
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "hooks.db"),
+		"-webhook", refusing.URL + "/hook", "-webhook-max-pending", strconv.Itoa(bound)},
+		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	defer stop()
+	for i := range n {
+		if status, resp := post(t, url, "tok", fmt.Sprintf(`{"id":%d,"name":"p"}`, i)); status != 200 {
+			t.Fatalf("create: %d %s", status, resp)
+		}
+	}
+	value := func(mfs map[string]*dto.MetricFamily, name string) float64 {
+		for _, m := range mfs[name].GetMetric() {
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+		return -1
+	}
+	var dropped, depth, down float64
+	waitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
+		mfs := scrape(t, url+"/metrics")
+		dropped, depth, down = value(mfs, "plantstore_webhook_dropped_total"), value(mfs, "plantstore_webhook_outbox_depth"),
+			value(mfs, "plantstore_webhook_subscribers_down")
+		out := stderr.String()
+		return dropped == n-bound && depth == bound && down == 1 &&
+			logged(out, "webhook: outbox full: dropped the oldest pending events, undelivered") >= 1 &&
+			logged(out, "webhook: subscriber down: deliveries paused but for one probe at a time") == 1
+	})
 }

@@ -1,0 +1,122 @@
+package webhook_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// TestDownSubscriberIsProbed has a subscriber refuse every delivery while
+// events keep coming, and checks that once some attempts in a row have
+// failed the Dispatcher stops sending each event and sends one probe at a
+// time, says so in its logs and metrics, and delivers every event once the
+// subscriber is back.
+func TestDownSubscriberIsProbed(t *testing.T) {
+	const n = 300
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMetrics(reg))
+	ps := newPlantStore(mo, d)
+	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 1 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
+	}
+	for id := range int64(n - 1) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "p"})
+	}
+	total := func() int {
+		attempts, _, _ := rc.stats()
+		sum := 0
+		for _, c := range attempts {
+			sum += c
+		}
+		return sum
+	}
+	atDown := total()
+	waitFor(t, "five probes", func() bool { return total() >= atDown+5 })
+	// Each event is attempted once before the probes only if the
+	// Dispatcher went on sending every event.
+	if attempts, _, _ := rc.stats(); len(attempts) > n/2 {
+		t.Errorf("%d of %d events sent to a subscriber that is down, want only probes", len(attempts), n)
+	}
+
+	down.Store(false)
+	waitFor(t, "every event to be delivered", func() bool {
+		_, delivered, _ := rc.stats()
+		return len(delivered) == n
+	})
+	_, delivered, _ := rc.stats()
+	for id, c := range delivered {
+		if c != 1 {
+			t.Errorf("%s delivered %d times, want once", id, c)
+		}
+	}
+	if !strings.Contains(l.String(), "webhook: subscriber up again") {
+		t.Errorf("no line saying the subscriber is up again in the logs:\n%s", l)
+	}
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 0 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v once back, want 0", got)
+	}
+}
+
+// TestBoundedSQLOutboxWithADeadSubscriber keeps a SQLite outbox to ten
+// events while its only subscriber refuses everything, and checks that
+// the older events are dropped, counted and logged, and that the ten
+// newest are delivered once the subscriber is back.
+func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
+	const n, bound = 60, 10
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	reg := prometheus.NewRegistry()
+	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithOutboxMaxPending(bound))
+	d, l, _ := start(t, s, []string{rc.url()}, webhook.WithMetrics(reg))
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "the outbox to drop the events past its bound", func() bool {
+		return metricValue(t, reg, "plantstore_webhook_dropped_total") == n-bound
+	})
+	if got := metricValue(t, reg, "plantstore_webhook_outbox_depth"); got != bound {
+		t.Errorf("plantstore_webhook_outbox_depth = %v, want %d", got, bound)
+	}
+	if !strings.Contains(l.String(), "webhook: outbox full: dropped the oldest pending events") {
+		t.Errorf("no line about the dropped events in the logs:\n%s", l)
+	}
+
+	down.Store(false)
+	want := make([]int64, 0, bound)
+	for id := int64(n - bound); id < n; id++ {
+		want = append(want, id)
+	}
+	waitFor(t, "the newest events to be delivered", func() bool { return pendingCount(t, s) == 0 })
+	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
+	}
+}
