@@ -162,11 +162,9 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	buf := bufPool.Get().(*buffer)
 	b := append(buf.b[:0], `{"error":`...)
 	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, `,"message":"`...)
-	for _, s := range msg {
-		b = appendEscaped(b, s)
-	}
-	b = append(b, `"}`...)
+	b = append(b, `,"message":`...)
+	b = appendStrings(b, msg[:])
+	b = append(b, '}')
 	writeJSON(w, status, b)
 	buf.b = b
 	putBuffer(buf)

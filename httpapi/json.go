@@ -2,7 +2,8 @@ package httpapi
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/plantstore/plantstore"
 )
@@ -25,54 +26,30 @@ func appendPlant(b []byte, p plantstore.Plant, withID bool) []byte {
 	return append(b, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. s is valid UTF-8 (plants are
-// validated before they are stored); any invalid byte would be written as
-// U+FFFD so the output stays valid JSON.
+// appendString appends s as a JSON string, quoted by [jsontext.AppendQuote]
+// in its shortest form (RFC 8785): '"', '\\' and control characters are
+// escaped, \b, \f, \n, \r and \t in their short forms, nothing else. An
+// invalid byte is written as U+FFFD, so the output stays valid JSON; its
+// error, which says only that, is dropped. Plants are validated UTF-8
+// before they are stored, so a Plant never has one.
 func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendEscaped(b, s)
-	return append(b, '"')
+	b, _ = jsontext.AppendQuote(b, s)
+	return b
 }
 
-// appendEscaped appends s escaped as the contents of a JSON string, as
-// appendString does, without the quotes.
-func appendEscaped(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
+// appendStrings appends the pieces of s, one after the other, as one JSON
+// string, without first concatenating them.
+func appendStrings(b []byte, s []string) []byte {
+	b = append(b, `""`...)
+	for _, piece := range s {
+		if piece == "" {
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
+		// Quote the piece from the closing quote written so far on,
+		// then drop the piece's opening quote that took its place.
+		open := len(b) - 1
+		b = appendString(b[:open], piece)
+		b = append(b[:open], b[open+1:]...)
 	}
-	return append(b, s[start:]...)
+	return b
 }
