@@ -92,24 +92,19 @@ func (h *handler) rejection(r *http.Request, err error, noToken bool) *apiError 
 	return ae
 }
 
-// A message is the text of a wire Error in pieces, written one after the
-// other, so that a message made of an error's fields is not concatenated
-// first.
-type message [4]string
-
 // wireError turns any error into the wire Error's code and message, and
 // the WWW-Authenticate challenge to send with it, if any. It is the one
 // place that knows the table; an error it does not recognise is logged and
 // answered as a generic internal error.
-func (h *handler) wireError(r *http.Request, err error) (code int, msg message, challenge []string) {
+func (h *handler) wireError(r *http.Request, err error) (code int, msg string, challenge []string) {
 	if ae, ok := errors.AsType[*apiError](err); ok {
-		return ae.code, message{ae.msg}, ae.challenge
+		return ae.code, ae.msg, ae.challenge
 	}
 	if se, ok := errors.AsType[*syntaxError](err); ok {
-		return http.StatusBadRequest, message{se.Error()}, nil
+		return http.StatusBadRequest, se.Error(), nil
 	}
 	if ve, ok := errors.AsType[*plantstore.ValidationError](err); ok {
-		return http.StatusBadRequest, message{"invalid ", ve.Field, ": ", ve.Reason}, nil
+		return http.StatusBadRequest, "invalid " + ve.Field + ": " + ve.Reason, nil
 	}
 	ae := errInternal
 	switch {
@@ -137,7 +132,7 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg message, 
 		h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: internal error",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
-	return ae.code, message{ae.msg}, nil
+	return ae.code, ae.msg, nil
 }
 
 // writeError answers r with the wire Error for err.
@@ -163,7 +158,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	b := append(buf.b[:0], `{"error":`...)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
-	b = appendStrings(b, msg[:])
+	b = appendString(b, msg)
 	b = append(b, '}')
 	writeJSON(w, status, b)
 	buf.b = b

@@ -36,20 +36,3 @@ func appendString(b []byte, s string) []byte {
 	b, _ = jsontext.AppendQuote(b, s)
 	return b
 }
-
-// appendStrings appends the pieces of s, one after the other, as one JSON
-// string, without first concatenating them.
-func appendStrings(b []byte, s []string) []byte {
-	b = append(b, `""`...)
-	for _, piece := range s {
-		if piece == "" {
-			continue
-		}
-		// Quote the piece from the closing quote written so far on,
-		// then drop the piece's opening quote that took its place.
-		open := len(b) - 1
-		b = appendString(b[:open], piece)
-		b = append(b[:open], b[open+1:]...)
-	}
-	return b
-}

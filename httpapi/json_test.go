@@ -3,7 +3,6 @@ package httpapi
 import (
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
@@ -33,37 +32,6 @@ func TestAppendPlant(t *testing.T) {
 			got := appendPlant([]byte("x"), tt.p, tt.withID)
 			if diff := cmp.Diff("x"+tt.want, string(got)); diff != "" {
 				t.Errorf("appendPlant(%+v, %v) mismatch (-want +got):\n%s", tt.p, tt.withID, diff)
-			}
-		})
-	}
-}
-
-func TestAppendStrings(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []string
-		want string
-	}{
-		{name: "none", in: nil, want: `""`},
-		{name: "empty pieces", in: []string{"", ""}, want: `""`},
-		{name: "one", in: []string{"internal error"}, want: `"internal error"`},
-		{name: "pieces", in: []string{"invalid ", "name", ": ", "must not contain NUL (U+0000)"},
-			want: `"invalid name: must not contain NUL (U+0000)"`},
-		{name: "escapes in every piece", in: []string{`"`, "", "\\\n", "\x00é"}, want: `"\"\\\n\u0000é"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := appendStrings([]byte("x"), tt.in)
-			if diff := cmp.Diff("x"+tt.want, string(got)); diff != "" {
-				t.Errorf("appendStrings(%q) mismatch (-want +got):\n%s", tt.in, diff)
-			}
-			var whole string
-			for _, s := range tt.in {
-				whole += s
-			}
-			value, err := jsontext.AppendUnquote(nil, got[1:])
-			if err != nil || string(value) != whole {
-				t.Errorf("appendStrings(%q) = %s, which reads back as %q (%v), want %q", tt.in, got[1:], value, err, whole)
 			}
 		})
 	}
