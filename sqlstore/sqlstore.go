@@ -22,11 +22,13 @@
 //
 // # Group commit
 //
-// By default concurrent Creates are batched: one goroutine per Store takes
+// By default concurrent Creates are batched: a committer goroutine takes
 // every Create that is waiting (up to 256) and stores them in one
 // transaction, so that many callers share one flush. Each caller still gets
-// its own result. [WithoutGroupCommit] makes each Create its own
-// transaction.
+// its own result. On SQLite one committer runs, and it may wait up to 2 ms
+// for the callers of its last batch to come back rather than commit a few
+// Creates alone; on PostgreSQL several run at once. [WithoutGroupCommit]
+// makes each Create its own transaction.
 //
 // # Webhook outbox
 //
@@ -89,6 +91,15 @@ func (d Dialect) String() string {
 
 // maxBatch bounds the number of Creates one group commit stores.
 const maxBatch = 256
+
+// pgCommitters is how many group commits a Store runs at once on
+// PostgreSQL. A commit spends most of its time waiting for the server to
+// flush its WAL; with one committer, the Creates that arrive meanwhile
+// wait a whole flush for their turn, and batches alternate between many
+// callers and few. Several committers keep the server busy and let its
+// own group commit share a flush between transactions. SQLite holds its
+// write lock through the flush, so it has one.
+const pgCommitters = 4
 
 // DefaultTimeout is how long a call waits for the database unless
 // [WithTimeout] says otherwise.
@@ -157,6 +168,13 @@ type Store struct {
 	// which has row locks.
 	writeSem chan struct{}
 
+	// insertStmts holds the prepared inserts, by number of plants, and is
+	// nil once closed. Close takes stmtUse to close them once no insert
+	// uses them; stmtMu guards the map among inserts.
+	stmtUse     sync.RWMutex
+	stmtMu      sync.Mutex
+	insertStmts map[int]*sql.Stmt
+
 	reqs      chan *createReq // to the committer; unbuffered
 	closed    chan struct{}
 	stopped   chan struct{}
@@ -192,13 +210,14 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)
 	}
 	s := &Store{
-		db:      db,
-		dialect: dialect,
-		cfg:     config{group: true, timeout: DefaultTimeout},
-		q:       newQueries(dialect),
-		reqs:    make(chan *createReq),
-		closed:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		db:          db,
+		dialect:     dialect,
+		cfg:         config{group: true, timeout: DefaultTimeout},
+		q:           newQueries(dialect),
+		reqs:        make(chan *createReq),
+		insertStmts: make(map[int]*sql.Stmt),
+		closed:      make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(&s.cfg)
@@ -220,7 +239,18 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, err
 	}
 	if s.cfg.group {
-		go s.commitLoop()
+		n := 1
+		if dialect == Postgres {
+			n = pgCommitters
+		}
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() { s.commitLoop(n == 1) })
+		}
+		go func() {
+			wg.Wait()
+			close(s.stopped)
+		}()
 	} else {
 		close(s.stopped)
 	}
@@ -234,6 +264,12 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.stopped
+	s.stmtUse.Lock()
+	for _, st := range s.insertStmts {
+		st.Close()
+	}
+	s.insertStmts = nil
+	s.stmtUse.Unlock()
 	return nil
 }
 
