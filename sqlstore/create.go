@@ -75,13 +75,11 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 	}
 }
 
-// commitLoop is a committer: it takes every waiting Create, up to
+// commitLoop is the committer: it takes every waiting Create, up to
 // maxBatch, stores them in one transaction, answers each, and repeats.
-//
-// A lone committer (SQLite's) may wait a little for more Creates once it
-// has one; see [linger]. Several committers (PostgreSQL's) never wait: a
-// Create that arrives while one commits is taken by another.
-func (s *Store) commitLoop(lone bool) {
+// When fewer Creates are waiting than its last batch held, it may wait a
+// little for more; see [Store.linger].
+func (s *Store) commitLoop() {
 	batch := make([]*createReq, 0, maxBatch)
 	var last int           // the size of the previous batch
 	var took time.Duration // how long the previous batch took to commit
@@ -99,7 +97,7 @@ func (s *Store) commitLoop(lone bool) {
 			}
 			batch = s.fill(batch)
 		}
-		if want := last + waiting; lone && len(batch) < want {
+		if want := last + waiting; len(batch) < want {
 			batch = s.linger(batch, want, min(took, maxLinger))
 		}
 		s.m.batched(len(batch))
@@ -112,7 +110,7 @@ func (s *Store) commitLoop(lone bool) {
 	}
 }
 
-// maxLinger bounds how long a lone committer waits for more Creates.
+// maxLinger bounds how long the committer waits for more Creates.
 const maxLinger = 2 * time.Millisecond
 
 // fill adds to batch every Create waiting, up to maxBatch in all.
@@ -135,12 +133,12 @@ func (s *Store) fill(batch []*createReq) []*createReq {
 // batches under a steady load from a fixed number of callers, such as an
 // HTTP server's connections: while a batch of many commits, the few
 // callers left over queue up; they are committed alone while the many,
-// just answered, come back, and so on, so that every caller pays for two
-// flushes per Create. Measured over loopback on SQLite with 32
-// connections, half the batches held a single Create. Waiting until as
-// many Creates as the last batch held have come back, at most about as
-// long as that batch took to commit, (and those that were waiting) merges
-// the two: the wait costs less than the second flush it saves. A lone caller (last batch of one) never
+// just answered, come back, and so on, so that each Create costs two
+// flushes' share where one would do. Over loopback on SQLite with 32
+// connections, half the batches held a single Create. Waiting for the
+// last batch's callers to come back, at most about as long as that batch
+// took to commit, merges the two batches: the wait costs less than the
+// flush it saves. A lone caller (last batch of one, none waiting) never
 // waits.
 func (s *Store) linger(batch []*createReq, want int, d time.Duration) []*createReq {
 	want = min(want, maxBatch)

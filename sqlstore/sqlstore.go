@@ -25,10 +25,9 @@
 // By default concurrent Creates are batched: a committer goroutine takes
 // every Create that is waiting (up to 256) and stores them in one
 // transaction, so that many callers share one flush. Each caller still gets
-// its own result. On SQLite one committer runs, and it may wait up to 2 ms
-// for the callers of its last batch to come back rather than commit a few
-// Creates alone; on PostgreSQL several run at once. [WithoutGroupCommit]
-// makes each Create its own transaction.
+// its own result. The committer may wait up to 2 ms for the callers of its
+// last batch to come back rather than commit a few Creates alone.
+// [WithoutGroupCommit] makes each Create its own transaction.
 //
 // # Webhook outbox
 //
@@ -91,15 +90,6 @@ func (d Dialect) String() string {
 
 // maxBatch bounds the number of Creates one group commit stores.
 const maxBatch = 256
-
-// pgCommitters is how many group commits a Store runs at once on
-// PostgreSQL. A commit spends most of its time waiting for the server to
-// flush its WAL; with one committer, the Creates that arrive meanwhile
-// wait a whole flush for their turn, and batches alternate between many
-// callers and few. Several committers keep the server busy and let its
-// own group commit share a flush between transactions. SQLite holds its
-// write lock through the flush, so it has one.
-const pgCommitters = 4
 
 // DefaultTimeout is how long a call waits for the database unless
 // [WithTimeout] says otherwise.
@@ -239,17 +229,9 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, err
 	}
 	if s.cfg.group {
-		n := 1
-		if dialect == Postgres {
-			n = pgCommitters
-		}
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() { s.commitLoop(n == 1) })
-		}
 		go func() {
-			wg.Wait()
-			close(s.stopped)
+			defer close(s.stopped)
+			s.commitLoop()
 		}()
 	} else {
 		close(s.stopped)
