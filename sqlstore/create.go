@@ -80,6 +80,7 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 // When fewer Creates are waiting than its last batch held, it may wait a
 // little for more; see [Store.linger].
 func (s *Store) commitLoop() {
+	defer close(s.stopped)
 	batch := make([]*createReq, 0, maxBatch)
 	var last int           // the size of the previous batch
 	var took time.Duration // how long the previous batch took to commit

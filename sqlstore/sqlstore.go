@@ -229,10 +229,7 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, err
 	}
 	if s.cfg.group {
-		go func() {
-			defer close(s.stopped)
-			s.commitLoop()
-		}()
+		go s.commitLoop()
 	} else {
 		close(s.stopped)
 	}
