@@ -99,7 +99,7 @@ func (s *Store) commitLoop() {
 			batch = s.fill(batch)
 		}
 		if want := last + waiting; len(batch) < want {
-			batch = s.linger(batch, want, min(took, maxLinger))
+			batch = s.linger(batch, want, min(2*took, maxLinger))
 		}
 		s.m.batched(len(batch))
 		start := time.Now()
@@ -137,10 +137,12 @@ func (s *Store) fill(batch []*createReq) []*createReq {
 // just answered, come back, and so on, so that each Create costs two
 // flushes' share where one would do. Over loopback on SQLite with 32
 // connections, half the batches held a single Create. Waiting for the
-// last batch's callers to come back, at most about as long as that batch
-// took to commit, merges the two batches: the wait costs less than the
-// flush it saves. A lone caller (last batch of one, none waiting) never
-// waits.
+// last batch's callers to come back merges the two batches. The wait is
+// bounded by twice the time the last batch took to commit, so that it
+// costs no more than the flushes it saves: waiting up to one commit's
+// time left batches short of the 32 (1.9 times the old rate over
+// loopback), twice or a flat 2 ms filled them (2.4 times). A lone caller
+// (last batch of one, none waiting) never waits.
 func (s *Store) linger(batch []*createReq, want int, d time.Duration) []*createReq {
 	want = min(want, maxBatch)
 	t := time.NewTimer(d)
