@@ -142,7 +142,10 @@ func (s *Store) fill(batch []*createReq) []*createReq {
 // costs no more than the flushes it saves: waiting up to one commit's
 // time left batches short of the 32 (1.9 times the old rate over
 // loopback), twice or a flat 2 ms filled them (2.4 times). A lone caller
-// (last batch of one, none waiting) never waits.
+// (last batch of one, none waiting) never waits. When callers do not come
+// back, as when each request comes from a new client, every batch waits
+// out its bound: up to two commits' time more per Create, in larger
+// batches.
 func (s *Store) linger(batch []*createReq, want int, d time.Duration) []*createReq {
 	want = min(want, maxBatch)
 	t := time.NewTimer(d)
