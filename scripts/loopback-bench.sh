@@ -20,7 +20,9 @@
 #   memory       plantstore -db memory
 #   sqlite       plantstore on a new SQLite file in a temporary directory each round
 #   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN)
-#   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory)
+#   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory);
+#                {tmp} in ARGS_<name> becomes a new empty directory each round, so
+#                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file
 # Every plantstore server also gets -addr 127.0.0.1:0 and EXTRA_ARGS.
 #
 # Environment (all optional):
@@ -125,6 +127,10 @@ start_server() {
 			local b="BIN_$name" a="ARGS_$name"
 			bin=${!b:-$plantstore_bin}
 			args=${!a:--db memory}
+			if [[ $args == *"{tmp}"* ]]; then
+				rm -rf "$tmp/$name.d" && mkdir "$tmp/$name.d"
+				args=${args//"{tmp}"/$tmp/$name.d}
+			fi
 			;;
 		esac
 		# shellcheck disable=SC2086 # args and EXTRA_ARGS are lists of words.

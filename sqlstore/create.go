@@ -77,31 +77,90 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 
 // commitLoop is the committer: it takes every waiting Create, up to
 // maxBatch, stores them in one transaction, answers each, and repeats.
-// It never waits for more Creates to arrive once it has one.
+// When fewer Creates are waiting than its last batch held, it may wait a
+// little for more; see [Store.linger].
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
 	batch := make([]*createReq, 0, maxBatch)
+	var last int           // the size of the previous batch
+	var took time.Duration // how long the previous batch took to commit
 	for {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		case <-s.closed:
-			return
-		}
-	fill:
-		for len(batch) < maxBatch {
+		// The Creates already waiting came while the last batch committed:
+		// they are others than the last batch's callers.
+		batch = s.fill(batch)
+		waiting := len(batch)
+		if waiting == 0 {
 			select {
 			case r := <-s.reqs:
 				batch = append(batch, r)
-			default:
-				break fill
+			case <-s.closed:
+				return
 			}
+			batch = s.fill(batch)
+		}
+		if want := last + waiting; len(batch) < want {
+			batch = s.linger(batch, want, min(2*took, maxLinger))
 		}
 		s.m.batched(len(batch))
+		start := time.Now()
 		s.commitBatch(batch)
+		took = time.Since(start)
+		last = len(batch)
 		clear(batch)
 		batch = batch[:0]
 	}
+}
+
+// maxLinger bounds how long the committer waits for more Creates.
+const maxLinger = 2 * time.Millisecond
+
+// fill adds to batch every Create waiting, up to maxBatch in all.
+func (s *Store) fill(batch []*createReq) []*createReq {
+	for len(batch) < maxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// linger adds Creates to batch until it holds want (or maxBatch) or d has
+// passed.
+//
+// A committer that commits whatever is waiting falls into alternating
+// batches under a steady load from a fixed number of callers, such as an
+// HTTP server's connections: while a batch of many commits, the few
+// callers left over queue up; they are committed alone while the many,
+// just answered, come back, and so on, so that each Create costs two
+// flushes' share where one would do. Over loopback on SQLite with 32
+// connections, half the batches held a single Create. Waiting for the
+// last batch's callers to come back merges the two batches. The wait is
+// bounded by twice the time the last batch took to commit, so that it
+// costs no more than the flushes it saves: waiting up to one commit's
+// time left batches short of the 32 (1.9 times the old rate over
+// loopback), twice or a flat 2 ms filled them (2.4 times). A lone caller
+// (last batch of one, none waiting) never waits. When callers do not come
+// back, as when each request comes from a new client, every batch waits
+// out its bound: up to two commits' time more per Create, in larger
+// batches.
+func (s *Store) linger(batch []*createReq, want int, d time.Duration) []*createReq {
+	want = min(want, maxBatch)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for len(batch) < want {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-t.C:
+			return batch
+		case <-s.closed:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (s *Store) commitBatch(batch []*createReq) {
@@ -192,6 +251,12 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 // ids are distinct, and returns the ids it inserted. A failure of the
 // commit itself is judged by commitError.
 func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (map[int64]bool, error) {
+	s.stmtUse.RLock()
+	defer s.stmtUse.RUnlock()
+	st, err := s.insertStmt(ctx, len(order))
+	if err != nil {
+		return nil, err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -211,7 +276,12 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 		args = append(args, p.ID, p.Name, tagValue(p))
 	}
 	inserted := make(map[int64]bool, len(order))
-	rows, err := tx.QueryContext(ctx, s.q.insertPlants(len(order)), args...)
+	var rows *sql.Rows
+	if st != nil {
+		rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, s.q.insertPlants(len(order)), args...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -252,4 +322,39 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 // tagValue is p's tag as stored: NULL when p has none.
 func tagValue(p plantstore.Plant) sql.NullString {
 	return sql.NullString{String: p.Tag, Valid: p.HasTag}
+}
+
+// insertStmt returns the statement that inserts n plants on SQLite, or nil
+// on PostgreSQL, whose driver keeps its own. Each connection prepares it
+// once per n and keeps it (see [sql.Tx.StmtContext]) until [Store.Close]:
+// parsing each batch's statement anew was a large part of a batch's work.
+// It takes a connection of its own the first time, so it is called before
+// the transaction begins: within it, with the pool exhausted by others'
+// transactions, it would wait for a connection none would give back. The
+// caller holds s.stmtUse for reading.
+func (s *Store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if s.dialect != SQLite {
+		return nil, nil
+	}
+	if s.insertStmts == nil {
+		return nil, errClosed
+	}
+	s.stmtMu.Lock()
+	st := s.insertStmts[n]
+	s.stmtMu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, s.q.insertPlants(n))
+	if err != nil {
+		return nil, err
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if prev := s.insertStmts[n]; prev != nil {
+		st.Close()
+		return prev, nil
+	}
+	s.insertStmts[n] = st
+	return st, nil
 }

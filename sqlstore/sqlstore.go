@@ -22,11 +22,12 @@
 //
 // # Group commit
 //
-// By default concurrent Creates are batched: one goroutine per Store takes
+// By default concurrent Creates are batched: a committer goroutine takes
 // every Create that is waiting (up to 256) and stores them in one
 // transaction, so that many callers share one flush. Each caller still gets
-// its own result. [WithoutGroupCommit] makes each Create its own
-// transaction.
+// its own result. The committer may wait up to 2 ms for the callers of its
+// last batch to come back rather than commit a few Creates alone.
+// [WithoutGroupCommit] makes each Create its own transaction.
 //
 // # Webhook outbox
 //
@@ -161,6 +162,13 @@ type Store struct {
 
 	dropped atomic.Uint64 // outbox events dropped undelivered; see WithOutboxMaxPending
 
+	// insertStmts holds the prepared inserts, by number of plants, and is
+	// nil once closed. Close takes stmtUse to close them once no insert
+	// uses them; stmtMu guards the map among inserts.
+	stmtUse     sync.RWMutex
+	stmtMu      sync.Mutex
+	insertStmts map[int]*sql.Stmt
+
 	reqs      chan *createReq // to the committer; unbuffered
 	closed    chan struct{}
 	stopped   chan struct{}
@@ -196,13 +204,14 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)
 	}
 	s := &Store{
-		db:      db,
-		dialect: dialect,
-		cfg:     config{group: true, timeout: DefaultTimeout},
-		q:       newQueries(dialect),
-		reqs:    make(chan *createReq),
-		closed:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		db:          db,
+		dialect:     dialect,
+		cfg:         config{group: true, timeout: DefaultTimeout},
+		q:           newQueries(dialect),
+		reqs:        make(chan *createReq),
+		insertStmts: make(map[int]*sql.Stmt),
+		closed:      make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(&s.cfg)
@@ -238,6 +247,12 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.stopped
+	s.stmtUse.Lock()
+	for _, st := range s.insertStmts {
+		st.Close()
+	}
+	s.insertStmts = nil
+	s.stmtUse.Unlock()
 	return nil
 }
 
