@@ -49,7 +49,7 @@ func decodeNewPlant(body []byte) (plantstore.NewPlant, error) {
 	np, err := st.decode(body)
 	st.rd = bytes.Buffer{}
 	st.dec.Reset(&st.rd) // do not pin body
-	if cap(st.scratch) <= 4096 {
+	if cap(st.scratch) <= 4096 && len(body) <= 16<<10 {
 		statePool.Put(st)
 	}
 	return np, err
@@ -88,6 +88,11 @@ func (st *decodeState) decode(body []byte) (plantstore.NewPlant, error) {
 	)
 	for d.PeekKind() != '}' {
 		var k jsontext.Value
+		if kind := d.PeekKind(); kind != '"' && kind != 0 {
+			// ReadValue would read a whole value here before it
+			// noticed that a name must be a string.
+			return plantstore.NewPlant{}, st.syntaxErr(body, nil)
+		}
 		if k, err = d.ReadValue(); err != nil {
 			return plantstore.NewPlant{}, st.syntaxErr(body, err)
 		}

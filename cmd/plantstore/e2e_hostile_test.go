@@ -200,13 +200,40 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	checkServing(t, url, 1)
 }
 
+// TestSlowBodyStillAnswered sends a create's body over longer than
+// -write-timeout, within -read-timeout: the server's write deadline runs
+// from the end of the headers, so it must leave room for the body and the
+// database besides the write, or the plant would be stored and its answer
+// never sent.
+func TestSlowBodyStillAnswered(t *testing.T) {
+	url := startServer(t, "-db", "memory", "-write-timeout", "1s", "-read-timeout", "10s")
+	conn := dial(t, url)
+	body := `{"id":4242,"name":"slow"}`
+	if _, err := io.WriteString(conn, createHead(fmt.Sprintf("Content-Length: %d\r\n", len(body)))+body[:10]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the slow client: past -write-timeout, on purpose
+	if _, err := io.WriteString(conn, body[10:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a create whose body took longer than -write-timeout: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != `{"name":"slow"}` {
+		t.Errorf("answer = %d %s, want 200 {\"name\":\"slow\"}", resp.StatusCode, got)
+	}
+}
+
 // TestUnreadAnswersAreCutOff pipelines thousands of requests for the
 // OpenAPI document, through a small receive buffer, and reads none of the
 // answers for a while: the server drops the connection once an answer
 // has gone unwritten for the write timeout, rather than wait on it for as
 // long as the client likes, and keeps serving other clients.
 func TestUnreadAnswersAreCutOff(t *testing.T) {
-	url := startServer(t, "-db", "memory", "-write-timeout", "1s")
+	url := startServer(t, "-db", "memory", "-write-timeout", "1s", "-read-timeout", "1s", "-read-header-timeout", "1s", "-db-timeout", "1s")
 	d := net.Dialer{Timeout: hostileWait, Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -226,7 +253,8 @@ func TestUnreadAnswersAreCutOff(t *testing.T) {
 	// The client reads nothing until the server has given up on its
 	// stalled writes: reading any earlier would let them go on. Linux
 	// shows the server's end leave ESTABLISHED when the server closes it;
-	// where it does not, the client waits four write timeouts instead.
+	// where it does not, the client waits longer than the server's write
+	// deadline (the three timeouts, 3 s) instead.
 	if _, ok := serverEndState(conn); ok {
 		waitUntil(t, time.Minute, "the server to close the connection whose answers go unread", func() bool {
 			state, ok := serverEndState(conn)

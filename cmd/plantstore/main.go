@@ -58,9 +58,8 @@ type options struct {
 	// clients cannot hold connections forever.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
-	// writeTimeout is http.Server.WriteTimeout: a request's answer must be
-	// written within it of the request's headers being read, so that a
-	// client that leaves answers unread is dropped.
+	// writeTimeout is how long a client may take to read an answer; see
+	// serverWriteTimeout.
 	writeTimeout  time.Duration
 	webhooks      listFlag
 	webhookSecret string
@@ -121,7 +120,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long the server may take to write a request's answer, counted from its headers, before it drops the connection; a client that leaves answers unread is dropped after it")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers)")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
@@ -166,7 +165,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 	}
 	if o.webhookMaxPending < 0 {
-		return o, fmt.Errorf("%s must not be negative", o.name("webhook-max-pending"))
+		return o, o.flagError("webhook-max-pending", errNegative)
 	}
 	if o.shutdownTimeout < 0 {
 		return o, o.flagError("shutdown-timeout", errNegative)
@@ -305,7 +304,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Handler:           handler,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
-		WriteTimeout:      o.writeTimeout,
+		WriteTimeout:      o.serverWriteTimeout(),
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -324,7 +323,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Handler:           mux,
 			ReadHeaderTimeout: o.readHeaderTimeout,
 			ReadTimeout:       o.readTimeout,
-			WriteTimeout:      o.writeTimeout,
+			WriteTimeout:      o.serverWriteTimeout(),
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    64 << 10,
 			ErrorLog:          srv.ErrorLog,
@@ -454,4 +453,14 @@ func parseDBURL(s string) (*url.URL, error) {
 	}
 	u.Host = hosts
 	return u, nil
+}
+
+// serverWriteTimeout is the http.Server's WriteTimeout. net/http counts it
+// from the end of a request's headers, so it also runs while the body
+// arrives (at most -read-timeout) and while the handler waits for the
+// database (at most -db-timeout); the sum leaves the client -write-timeout
+// to read the answer, so that a create the database kept is never cut off
+// before its answer could be written.
+func (o *options) serverWriteTimeout() time.Duration {
+	return o.readTimeout + o.dbTimeout + o.writeTimeout
 }
