@@ -149,3 +149,59 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
+
+// TestMaxAgeCountsOnlyFailuresWhileUp lets events grow older than the max
+// age while their subscriber is down, and checks that failed probes
+// abandon none of them; then has the subscriber come back refusing one
+// event only, and checks that this one is abandoned and the others
+// delivered.
+func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
+	const n, maxAge = 20, 500 * time.Millisecond
+	var refuseOne atomic.Bool // else refuse everything
+	var rc *receiver
+	rc = newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		if !refuseOne.Load() {
+			return http.StatusServiceUnavailable
+		}
+		rc.mu.Lock()
+		body := rc.bodies[r.Header.Get(webhook.HeaderID)]
+		rc.mu.Unlock()
+		if strings.Contains(body, `"id":0,`) {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMaxAge(maxAge), webhook.WithMetrics(reg))
+	ps := newPlantStore(mo, d)
+	created := time.Now()
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	waitFor(t, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
+	atOld := rc.total()
+	waitFor(t, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
+	if got := metricValue(t, reg, "plantstore_webhook_abandoned_total"); got != 0 {
+		t.Errorf("plantstore_webhook_abandoned_total = %v after failed probes, want 0:\n%s", got, l)
+	}
+	if got := mo.Len(); got != n {
+		t.Errorf("outbox holds %d events while the subscriber is down, want %d", got, n)
+	}
+
+	refuseOne.Store(true)
+	waitFor(t, "the refused event to be abandoned", func() bool {
+		return metricValue(t, reg, "plantstore_webhook_abandoned_total") == 1
+	})
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	want := make([]int64, 0, n-1)
+	for id := int64(1); id < n; id++ {
+		want = append(want, id)
+	}
+	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
+	}
+}
