@@ -114,9 +114,10 @@ func WithLease(d time.Duration) Option {
 // plantstore_webhook_failed_attempts_total,
 // plantstore_webhook_abandoned_total, the gauges
 // plantstore_webhook_outbox_depth and plantstore_webhook_subscribers_down,
-// and for an outbox that drops events past a bound (a [*MemoryOutbox], or
-// a [github.com/plantstore/plantstore/sqlstore.Store] opened with
-// WithOutboxMaxPending) plantstore_webhook_dropped_total. [New] fails
+// and for an outbox that can drop events past a bound (a [*MemoryOutbox],
+// or a [github.com/plantstore/plantstore/sqlstore.Store], whether opened
+// with WithOutboxMaxPending or not) plantstore_webhook_dropped_total,
+// which stays 0 while the outbox has no bound. [New] fails
 // when the names are taken.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(cfg *config) { cfg.registerer = reg }
