@@ -205,3 +205,26 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
+
+// TestSubscribersDownEndsWithRun checks that a subscriber down as Run
+// returns is no longer counted in plantstore_webhook_subscribers_down.
+func TestSubscribersDownEndsWithRun(t *testing.T) {
+	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, l, stop := start(t, mo, []string{rc.url()}, webhook.WithMetrics(reg))
+	ps := newPlantStore(mo, d)
+	for id := range int64(20) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 1 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
+	}
+	stop()
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 0 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)
+	}
+}

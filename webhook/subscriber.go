@@ -239,6 +239,11 @@ func (s *subscriber) run(ctx context.Context) {
 	}
 	clear(s.held)
 	s.flush(ctx, s.acks, s.retries)
+	if s.isDown() {
+		// The gauge counts the subscribers down of a Dispatcher that runs.
+		s.downSince = time.Time{}
+		s.d.metrics.down.Dec()
+	}
 }
 
 // nextReady returns the first waiting delivery whose lease leaves time for
