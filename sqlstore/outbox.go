@@ -44,8 +44,9 @@ const trimRows = 4096
 // events are pending, whatever the subscribers do, and the database stops
 // growing while one is down for long. Drops are made by [Store.FanOut],
 // which the Dispatchers call, never by Create, so a full outbox does not
-// slow creates; [Store.Dropped] counts them. A delivery in flight when its
-// event is dropped may still be made. An n of zero or less, the default,
+// slow creates; [Store.Dropped] counts them. A delivery that a Dispatcher
+// holds claimed when its event is dropped, waiting or in flight (up to
+// webhook.WithMaxInFlight per subscriber), may still be made. An n of zero or less, the default,
 // sets no bound: every event recorded is delivered or abandoned after its
 // retries.
 func WithOutboxMaxPending(n int) Option {

@@ -254,6 +254,51 @@ func TestOutboxClaimLeaseAck(t *testing.T) {
 	}
 }
 
+// TestOutboxAckManyInOneCall acks more deliveries in one call than one
+// statement names, and checks that every one is ended.
+func TestOutboxAckManyInOneCall(t *testing.T) {
+	const n = 600 // over two batches of batchRows
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			db, _ := be.newDB(t)
+			s := openStore(t, db, be.dialect, WithOutbox())
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for id := range int64(n) {
+				wg.Go(func() { errs <- s.Create(ctx, plantstore.Plant{ID: id + 1, Name: "p"}) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatalf("Create() = %v", err)
+				}
+			}
+			if got, err := s.FanOut(ctx, []string{"a"}, 2*n); err != nil || got != n {
+				t.Fatalf("FanOut() = %d, %v, want %d", got, err, n)
+			}
+			var seqs []int64 // a claim takes at most batchRows
+			for {
+				got := claimSeqs(t, s, "a", "one", time.Now().Add(time.Hour), n)
+				if len(got) == 0 {
+					break
+				}
+				seqs = append(seqs, got...)
+			}
+			if len(seqs) != n {
+				t.Fatalf("Claim() took %d deliveries, want %d", len(seqs), n)
+			}
+			if err := s.Ack(ctx, "a", seqs); err != nil {
+				t.Fatalf("Ack(%d seqs) = %v", n, err)
+			}
+			if got, err := s.Depth(ctx); err != nil || got != 0 {
+				t.Errorf("Depth() after acking every delivery in one call = %d, %v, want 0", got, err)
+			}
+		})
+	}
+}
+
 // TestOutboxConcurrentOwners has several owners on separate *sql.DBs, as
 // separate processes would be, fan out, claim and ack the same outbox at
 // once, and checks that each delivery is claimed exactly once.

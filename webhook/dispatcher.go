@@ -55,10 +55,10 @@ type Dispatcher struct {
 	running bool
 }
 
-// A dropper is an outbox that drops events undelivered to stay within a
-// bound, such as a [*MemoryOutbox] or a
-// [github.com/plantstore/plantstore/sqlstore.Store] opened with
-// WithOutboxMaxPending, and counts them.
+// A dropper is an outbox that can drop events undelivered to stay within
+// a bound, and counts them: a [*MemoryOutbox], or a
+// [github.com/plantstore/plantstore/sqlstore.Store], which drops none
+// unless opened with WithOutboxMaxPending.
 type dropper interface {
 	// Dropped returns the number of events dropped, ever.
 	Dropped() uint64

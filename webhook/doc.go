@@ -27,14 +27,18 @@
 // deliveries keep up with creates at full load (see docs/performance.md).
 //
 // A subscriber that fails ten attempts in a row is taken as down: the
-// Dispatcher hands back the deliveries it holds and sends one at a time,
-// a probe, after a wait that doubles from the initial backoff up to 30 s;
-// the first that succeeds resumes delivery. So a subscriber that is down
-// for long costs neither a request nor a log line per event, and does not
-// slow creates. Its events wait in the outbox, which a durable storage
-// keeps unbounded unless told otherwise (sqlstore.WithOutboxMaxPending),
-// and a [MemoryOutbox] bounds ([WithMaxPending]); events past a bound
-// are dropped undelivered, counted and logged. Both states show in the
+// Dispatcher hands back the deliveries waiting to be sent, lets the
+// attempts in flight end, and sends one at a time, a probe, after a wait
+// that doubles from the initial backoff up to 30 s; the first that
+// succeeds resumes delivery. So a subscriber that is down for long costs
+// neither a request nor a log line per event, and does not slow creates.
+// Its events wait in the outbox, however long it is away: a failure that
+// finds the subscriber down never abandons an event, whatever its age
+// ([WithMaxAge] counts only the failures of a subscriber that is up). The
+// outbox's bound is the only limit: a durable storage keeps it unbounded
+// unless told otherwise (sqlstore.WithOutboxMaxPending), and a
+// [MemoryOutbox] bounds it ([WithMaxPending]); events past a bound are
+// dropped undelivered, counted and logged. Both states show in the
 // metrics of [WithMetrics] (plantstore_webhook_outbox_depth,
 // plantstore_webhook_subscribers_down, plantstore_webhook_dropped_total)
 // and in a log line every [DefaultStatsInterval] with the outbox depth

@@ -1,11 +1,15 @@
 package webhook_test
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +18,27 @@ import (
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
+
+// claimRecorder records the limit of every Claim made of its Outbox.
+type claimRecorder struct {
+	plantstore.Outbox
+	mu     sync.Mutex
+	claims []int
+}
+
+func (c *claimRecorder) Claim(ctx context.Context, subscriber, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
+	c.mu.Lock()
+	c.claims = append(c.claims, limit)
+	c.mu.Unlock()
+	return c.Outbox.Claim(ctx, subscriber, owner, until, limit)
+}
+
+// limits returns the limits of the claims made so far, in order.
+func (c *claimRecorder) limits() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.claims)
+}
 
 // TestDownSubscriberIsProbed has a subscriber refuse every delivery while
 // events keep coming, and checks that once some attempts in a row have
@@ -32,7 +57,8 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMetrics(reg))
+	claims := &claimRecorder{Outbox: mo}
+	d, l, _ := start(t, claims, []string{rc.url()}, webhook.WithMetrics(reg))
 	ps := newPlantStore(mo, d)
 	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
 	waitFor(t, "the subscriber to be taken as down", func() bool {
@@ -44,20 +70,14 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	for id := range int64(n - 1) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "p"})
 	}
-	total := func() int {
-		attempts, _, _ := rc.stats()
-		sum := 0
-		for _, c := range attempts {
-			sum += c
-		}
-		return sum
-	}
-	atDown := total()
-	waitFor(t, "five probes", func() bool { return total() >= atDown+5 })
-	// Each event is attempted once before the probes only if the
-	// Dispatcher went on sending every event.
-	if attempts, _, _ := rc.stats(); len(attempts) > n/2 {
-		t.Errorf("%d of %d events sent to a subscriber that is down, want only probes", len(attempts), n)
+	atDown := rc.total()
+	waitFor(t, "five probes", func() bool { return rc.total() >= atDown+5 })
+	// While the subscriber is down, the Dispatcher claims one delivery at
+	// a time, its probe, and only when the probe is due.
+	mark := len(claims.limits())
+	waitFor(t, "three more claims", func() bool { return len(claims.limits()) >= mark+3 })
+	if limits := claims.limits()[mark:]; slices.ContainsFunc(limits, func(l int) bool { return l != 1 }) {
+		t.Errorf("claim limits while the subscriber is down = %v, want only 1 (one probe at a time)", limits)
 	}
 
 	down.Store(false)
@@ -109,6 +129,15 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	if !strings.Contains(l.String(), "webhook: outbox full: dropped the oldest pending events") {
 		t.Errorf("no line about the dropped events in the logs:\n%s", l)
 	}
+	// A delivery claimed before its event was dropped may still be made.
+	// Once the subscriber is taken as down and two probes were made, one
+	// after the other with nothing else held, every delivery claimed
+	// before the drops has ended, so that only the newest events are left.
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	atDown := rc.total()
+	waitFor(t, "two probes", func() bool { return rc.total() >= atDown+2 })
 
 	down.Store(false)
 	want := make([]int64, 0, bound)
@@ -118,5 +147,84 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	waitFor(t, "the newest events to be delivered", func() bool { return pendingCount(t, s) == 0 })
 	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
+	}
+}
+
+// TestMaxAgeCountsOnlyFailuresWhileUp lets events grow older than the max
+// age while their subscriber is down, and checks that failed probes
+// abandon none of them; then has the subscriber come back refusing one
+// event only, and checks that this one is abandoned and the others
+// delivered.
+func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
+	const n, maxAge = 20, 500 * time.Millisecond
+	var refuseOne atomic.Bool // else refuse everything
+	var rc *receiver
+	rc = newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		if !refuseOne.Load() {
+			return http.StatusServiceUnavailable
+		}
+		rc.mu.Lock()
+		body := rc.bodies[r.Header.Get(webhook.HeaderID)]
+		rc.mu.Unlock()
+		if strings.Contains(body, `"id":0,`) {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMaxAge(maxAge), webhook.WithMetrics(reg))
+	ps := newPlantStore(mo, d)
+	created := time.Now()
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	waitFor(t, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
+	atOld := rc.total()
+	waitFor(t, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
+	if got := metricValue(t, reg, "plantstore_webhook_abandoned_total"); got != 0 {
+		t.Errorf("plantstore_webhook_abandoned_total = %v after failed probes, want 0:\n%s", got, l)
+	}
+	if got := mo.Len(); got != n {
+		t.Errorf("outbox holds %d events while the subscriber is down, want %d", got, n)
+	}
+
+	refuseOne.Store(true)
+	waitFor(t, "the refused event to be abandoned", func() bool {
+		return metricValue(t, reg, "plantstore_webhook_abandoned_total") == 1
+	})
+	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	want := make([]int64, 0, n-1)
+	for id := int64(1); id < n; id++ {
+		want = append(want, id)
+	}
+	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
+	}
+}
+
+// TestSubscribersDownEndsWithRun checks that a subscriber down as Run
+// returns is no longer counted in plantstore_webhook_subscribers_down.
+func TestSubscribersDownEndsWithRun(t *testing.T) {
+	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
+	reg := prometheus.NewRegistry()
+	mo := webhook.NewMemoryOutbox()
+	d, l, stop := start(t, mo, []string{rc.url()}, webhook.WithMetrics(reg))
+	ps := newPlantStore(mo, d)
+	for id := range int64(20) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 1 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
+	}
+	stop()
+	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 0 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,18 +109,32 @@ func TestMetrics(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
+	// The failing subscriber answers only once its events are past the
+	// max age, so that each is abandoned at its first failure, while the
+	// subscriber is up: ten failures in a row would take it as down, and
+	// a failure then never abandons.
+	const maxAge = 200 * time.Millisecond
+	release := make(chan struct{})
+	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
+		<-release
+		return http.StatusInternalServerError
+	})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
 	d, _, stop := start(t, mo, []string{live.url(), failing.url()},
-		webhook.WithMaxAge(500*time.Millisecond), webhook.WithMetrics(reg))
+		webhook.WithMaxAge(maxAge), webhook.WithMetrics(reg))
 	ps := newPlantStore(mo, d)
+	created := time.Now()
 	for id := range int64(3) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
 	if got := metricValue(t, reg, "plantstore_webhook_outbox_depth"); got < 1 || got > 3 {
 		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
 	}
+	time.Sleep(maxAge - time.Since(created))
+	releaseOnce.Do(func() { close(release) })
 	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	stop()
 

@@ -108,6 +108,16 @@ func (rc *receiver) stats() (attempts, delivered map[string]int, maxActive int) 
 	return maps(rc.attempts), maps(rc.delivered), rc.maxActive
 }
 
+// total returns the number of attempts received, every event together.
+func (rc *receiver) total() int {
+	attempts, _, _ := rc.stats()
+	sum := 0
+	for _, c := range attempts {
+		sum += c
+	}
+	return sum
+}
+
 func maps(m map[string]int) map[string]int {
 	c := make(map[string]int, len(m))
 	for k, v := range m {

@@ -19,8 +19,9 @@ type metrics struct {
 
 // register creates the metrics and registers them, with a gauge that
 // reads depth on every scrape, with reg when it is not nil. With a
-// dropped function, as for an outbox that drops events past a bound, it also registers
-// plantstore_webhook_dropped_total, which reads it on every scrape.
+// dropped function, as for an outbox that can drop events past a bound,
+// it also registers plantstore_webhook_dropped_total, which reads it on
+// every scrape.
 func (m *metrics) register(reg prometheus.Registerer, depth, dropped func() float64) error {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "plantstore_webhook_deliveries_total",

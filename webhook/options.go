@@ -64,10 +64,17 @@ func WithBackoff(initial, maxWait time.Duration) Option {
 	return func(cfg *config) { cfg.initialBackoff, cfg.maxBackoff = initial, maxWait }
 }
 
-// WithMaxAge sets how long after its Event.Time an event is retried. Once
-// a failed attempt finds the event older than d, the event is abandoned
-// for that subscriber and the abandonment logged. Every event is
-// attempted at least once per subscriber. Default [DefaultMaxAge], 24h.
+// WithMaxAge sets how long after its Event.Time an event is retried to a
+// subscriber that is up. Once a failed attempt finds the event older than
+// d while the subscriber is up, the event is abandoned for that subscriber
+// and the abandonment logged: the max age is there for an event that a
+// subscriber keeps refusing while it takes others. A failure that finds
+// the subscriber down (see the package documentation), a probe's or the
+// one that took it as down, never abandons: the events of a subscriber
+// that is down wait, however long it is away, bounded only by the
+// outbox's bound ([WithMaxPending] on a [MemoryOutbox],
+// sqlstore.WithOutboxMaxPending). Every event is attempted at least once
+// per subscriber. Default [DefaultMaxAge], 24h.
 func WithMaxAge(d time.Duration) Option {
 	return func(cfg *config) { cfg.maxAge = d }
 }
@@ -107,9 +114,10 @@ func WithLease(d time.Duration) Option {
 // plantstore_webhook_failed_attempts_total,
 // plantstore_webhook_abandoned_total, the gauges
 // plantstore_webhook_outbox_depth and plantstore_webhook_subscribers_down,
-// and for an outbox that drops events past a bound (a [*MemoryOutbox], or
-// a [github.com/plantstore/plantstore/sqlstore.Store] opened with
-// WithOutboxMaxPending) plantstore_webhook_dropped_total. [New] fails
+// and for an outbox that can drop events past a bound (a [*MemoryOutbox],
+// or a [github.com/plantstore/plantstore/sqlstore.Store], whether opened
+// with WithOutboxMaxPending or not) plantstore_webhook_dropped_total,
+// which stays 0 while the outbox has no bound. [New] fails
 // when the names are taken.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(cfg *config) { cfg.registerer = reg }

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	_ "modernc.org/sqlite"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // openSQLite opens the Store with an outbox over the SQLite file at path,
@@ -98,5 +100,45 @@ func TestRestartRedeliversPending(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, rc.plantIDs(t)); diff != "" {
 		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunHandsBackHeldDeliveries stops a Dispatcher while the subscriber
+// holds its requests and more deliveries wait behind them, and checks that
+// a second Dispatcher on the same outbox delivers them at once rather than
+// after the first one's leases, an hour, expire.
+func TestRunHandsBackHeldDeliveries(t *testing.T) {
+	const n = 20
+	var hold atomic.Bool
+	hold.Store(true)
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		if hold.Load() {
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
+	subs := []string{rc.url()}
+	d1, _, stop1 := start(t, s, subs, webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "four requests held by the subscriber", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == 4
+	})
+	stop1()
+
+	hold.Store(false)
+	start(t, s, subs, webhook.WithLease(time.Hour))
+	waitFor(t, "the second Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+	want := make([]int64, 0, n)
+	for id := range int64(n) {
+		want = append(want, id)
+	}
+	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+		t.Errorf("plants delivered (-want +got):\n%s", diff)
 	}
 }

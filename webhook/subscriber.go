@@ -239,6 +239,11 @@ func (s *subscriber) run(ctx context.Context) {
 	}
 	clear(s.held)
 	s.flush(ctx, s.acks, s.retries)
+	if s.isDown() {
+		// The gauge counts the subscribers down of a Dispatcher that runs.
+		s.downSince = time.Time{}
+		s.d.metrics.down.Dec()
+	}
 }
 
 // nextReady returns the first waiting delivery whose lease leaves time for
@@ -393,8 +398,12 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 }
 
 // handle takes the outcome of an attempt: it ends the delivery, or
-// schedules a retry, or abandons the event when it is older than the max age.
-// The outbox learns of it at the next flush.
+// schedules a retry, or abandons the event when it is older than the max
+// age and the subscriber is up. A failure that finds the subscriber down,
+// a probe's or the one that took it as down, never abandons: the events
+// of a subscriber that is down wait in the outbox, bounded only by the
+// outbox's own bound, rather than be abandoned one per probe once the
+// outage outlasts the max age. The outbox learns of it at the next flush.
 func (s *subscriber) handle(ctx context.Context, r result) {
 	dl := r.dl
 	if r.err == nil {
@@ -429,13 +438,22 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	}
 	log := s.d.log.With("subscriber", s.name, "subscriber_index", s.idx, HeaderID, dl.id,
 		"plant_id", dl.ev.Plant.ID, "attempts", attempts, "error", r.err.Error())
-	if now.Sub(born) >= s.d.cfg.maxAge {
+	if !s.isDown() && now.Sub(born) >= s.d.cfg.maxAge {
 		log.ErrorContext(ctx, "webhook: delivery abandoned after max age", "max_age", s.d.cfg.maxAge)
 		s.d.metrics.abandoned.Inc()
 		s.acks = append(s.acks, dl.ev.Seq)
 		return
 	}
 	due := now.Add(s.backoff(attempts))
+	if s.isDown() {
+		// Behind the next probe, which then tries another event if one is
+		// due: a subscriber taken as down by refusing one event, the oldest,
+		// would otherwise be probed with it again and again, and never
+		// come back up to take the others.
+		if later := s.nextProbe.Add(s.probeWait); due.Before(later) {
+			due = later
+		}
+	}
 	log.WarnContext(ctx, "webhook: delivery attempt failed", "retry_in", due.Sub(now))
 	s.retries = append(s.retries, plantstore.Retry{Seq: dl.ev.Seq, Attempts: attempts, Due: due})
 }
