@@ -158,14 +158,17 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 			t.Fatalf("create: %d %s", status, resp)
 		}
 	}
+	// value reads the one series of the family name, or -1 while it is
+	// missing.
 	value := func(mfs map[string]*dto.MetricFamily, name string) float64 {
-		for _, m := range mfs[name].GetMetric() {
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
+		ms := mfs[name].GetMetric()
+		if len(ms) != 1 {
+			return -1
 		}
-		return -1
+		if c := ms[0].GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return ms[0].GetGauge().GetValue()
 	}
 	var dropped, depth, down float64
 	waitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
