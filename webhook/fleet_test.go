@@ -41,16 +41,32 @@ func TestDispatchersShareOutbox(t *testing.T) {
 	}
 }
 
-// renewalFails is an Outbox whose lease renewals fail, as they do for a
-// process cut off from its database.
-type renewalFails struct{ plantstore.Outbox }
+// cutOff is an Outbox that a Dispatcher loses once it has made its first
+// claim, as a Dispatcher cut off from the database does: its lease
+// renewals and later claims fail, so that it can neither keep nor claim
+// again what it holds.
+type cutOff struct {
+	plantstore.Outbox
+	claimed atomic.Bool
+}
 
-func (renewalFails) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
+func (o *cutOff) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
+	if o.claimed.Load() {
+		return nil, errDown
+	}
+	ds, err := o.Outbox.Claim(ctx, sub, owner, until, limit)
+	if len(ds) > 0 {
+		o.claimed.Store(true)
+	}
+	return ds, err
+}
+
+func (*cutOff) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
 	return nil, errDown
 }
 
 // TestExpiredLeaseGoesToAnotherDispatcher has a Dispatcher claim a
-// delivery it cannot finish and cannot renew, and checks that another
+// delivery it cannot finish, renew or claim again, and checks that another
 // Dispatcher sharing the outbox delivers it once the lease expires.
 func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	release := make(chan struct{})
@@ -69,7 +85,7 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	defer close(release)
 	mo := webhook.NewMemoryOutbox()
 	opts := []webhook.Option{webhook.WithLease(300 * time.Millisecond), webhook.WithAttemptTimeout(time.Minute)}
-	d1, _, _ := start(t, renewalFails{mo}, []string{rc.url()}, opts...)
+	d1, _, _ := start(t, &cutOff{Outbox: mo}, []string{rc.url()}, opts...)
 	mustCreate(t, newPlantStore(mo, d1), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	waitFor(t, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
 
