@@ -25,39 +25,15 @@ import (
 	"github.com/plantstore/plantstore/internal/proctest"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
 // binary builds the plantstore command once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and starts the real binary; skipped in -short mode")
-	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "plantstore-bin-")
-		if buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "plantstore"), ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(buildDir, "plantstore")
+	return proctest.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	proctest.RemoveShared()
 	os.Exit(code)
 }
 

@@ -53,6 +53,69 @@ func BuildAt(t testing.TB, bin, pkg string) {
 	}
 }
 
+// shared holds the programs BuildShared built, by package, for the whole
+// test binary.
+var shared struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]*sharedBin
+}
+
+type sharedBin struct {
+	once sync.Once
+	name string // of the executable: unique among the shared ones
+	path string
+	err  error
+}
+
+// BuildShared compiles pkg as Build does, but once per test binary: every
+// test that asks for pkg gets the same executable. Call RemoveShared from
+// TestMain, after m.Run, to delete it.
+func BuildShared(t testing.TB, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts a program; skipped in -short mode")
+	}
+	shared.mu.Lock()
+	if shared.bins == nil {
+		shared.bins = map[string]*sharedBin{}
+	}
+	b := shared.bins[pkg]
+	if b == nil {
+		b = &sharedBin{name: fmt.Sprintf("%s-%d", filepath.Base(pkg), len(shared.bins))}
+		shared.bins[pkg] = b
+	}
+	shared.mu.Unlock()
+	b.once.Do(func() {
+		shared.mu.Lock()
+		if shared.dir == "" {
+			shared.dir, b.err = os.MkdirTemp("", "plantstore-test-bin-")
+		}
+		dir := shared.dir
+		shared.mu.Unlock()
+		if b.err != nil {
+			return
+		}
+		b.path = filepath.Join(dir, b.name)
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// RemoveShared deletes what BuildShared built.
+func RemoveShared() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
 // A Buffer collects a process's output safely across goroutines.
 type Buffer struct {
 	mu sync.Mutex
