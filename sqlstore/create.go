@@ -99,7 +99,13 @@ func (s *Store) commitLoop() {
 			batch = s.fill(batch)
 		}
 		if want := last + waiting; len(batch) < want {
-			batch = s.linger(batch, want, min(2*took, maxLinger))
+			d := min(2*took, maxLinger)
+			// Lingering must not leave a Create with less than the
+			// quarter of its time that commitBatch requires.
+			for _, r := range batch {
+				d = min(d, time.Until(r.deadline.Add(-s.cfg.timeout/4)))
+			}
+			batch = s.linger(batch, want, d)
 		}
 		s.m.batched(len(batch))
 		start := time.Now()
@@ -113,6 +119,10 @@ func (s *Store) commitLoop() {
 
 // maxLinger bounds how long the committer waits for more Creates.
 const maxLinger = 2 * time.Millisecond
+
+// maxPreparedBatch is the largest batch whose insert statement SQLite
+// connections keep prepared (see insertStmt).
+const maxPreparedBatch = 64
 
 // fill adds to batch every Create waiting, up to maxBatch in all.
 func (s *Store) fill(batch []*createReq) []*createReq {
@@ -325,15 +335,18 @@ func tagValue(p plantstore.Plant) sql.NullString {
 }
 
 // insertStmt returns the statement that inserts n plants on SQLite, or nil
-// on PostgreSQL, whose driver keeps its own. Each connection prepares it
-// once per n and keeps it (see [sql.Tx.StmtContext]) until [Store.Close]:
-// parsing each batch's statement anew was a large part of a batch's work.
+// on PostgreSQL, whose driver keeps its own, and for a batch of more than
+// maxPreparedBatch, which is parsed each time. Each connection prepares it
+// once per n and keeps it (see [sql.Tx.StmtContext]) while database/sql
+// keeps the connection open, or until [Store.Close]: parsing each batch's
+// statement anew was a large part of a batch's work. The bound keeps what
+// a connection holds near 1 MB (all 256 sizes take about 16 MB).
 // It takes a connection of its own the first time, so it is called before
 // the transaction begins: within it, with the pool exhausted by others'
 // transactions, it would wait for a connection none would give back. The
 // caller holds s.stmtUse for reading.
 func (s *Store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	if s.dialect != SQLite {
+	if s.dialect != SQLite || n > maxPreparedBatch {
 		return nil, nil
 	}
 	if s.insertStmts == nil {
