@@ -69,6 +69,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 die() { echo "loopback-bench: $*" >&2; exit 1; }
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
 if (( ${#servers[@]} < 2 )); then
 	die "SERVERS must name at least two servers, not \"$SERVERS\""
@@ -138,22 +140,9 @@ start_server() {
 			>"$out" 2>"$tmp/server.err" &
 	fi
 	server_pid=$!
-	server_url=""
-	for _ in $(seq 300); do
-		server_url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$out" | head -n1)
-		[[ -n $server_url ]] && return 0
-		kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/server.err" >&2; die "$name exited before listening"; }
-		sleep 0.1
-	done
-	cat "$tmp/server.err" >&2
-	die "$name did not print 'listening on http://127.0.0.1:PORT' within 30s"
+	wait_listening "$name" "$out" "$tmp/server.err"
 }
 
-stop_server() {
-	kill "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=""
-}
 
 # load OUT: drives server_url from CLIENT_CPU and prints "REQS P99MS BAD",
 # BAD being the responses other than 200 plus transport errors.
@@ -186,10 +175,6 @@ load() {
 	esac
 }
 
-# median prints the median of its arguments.
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
 echo "$(nproc) cores; server on core $SERVER_CPU, $CLIENT on core $CLIENT_CPU; $ROUNDS rounds of $DURATION, $CONNS connections; all on 127.0.0.1" >&2

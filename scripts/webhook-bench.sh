@@ -58,6 +58,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 die() { echo "webhook-bench: $*" >&2; exit 1; }
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
 # The commands that pin the server and plantload, or nothing.
 pin_server=() pin_client=()
@@ -108,25 +110,10 @@ start_server() {
 	"${pin_server[@]}" "$bin" -addr 127.0.0.1:0 -db "$tmp/db/plants.db" \
 		-webhook "http://127.0.0.1:$port/" $EXTRA_ARGS >"$out" 2>"$log" &
 	server_pid=$!
-	server_url=""
-	for _ in $(seq 300); do
-		server_url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$out" | head -n1)
-		[[ -n $server_url ]] && return 0
-		kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; die "$name exited before listening"; }
-		sleep 0.1
-	done
-	die "$name did not print 'listening on http://127.0.0.1:PORT' within 30s"
+	wait_listening "$name" "$out" "$log"
 }
 
-stop_server() {
-	kill "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=""
-}
 
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)" >&2
 echo "$(nproc) cores; $ROUNDS rounds of $DURATION, $CONNS connections, one subscriber (down for the first $DOWN); all on 127.0.0.1" >&2
