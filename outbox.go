@@ -56,8 +56,10 @@ type Retry struct {
 type Outbox interface {
 	// FanOut creates a delivery to each of subscribers, due now, for each
 	// of the oldest events that have none yet, at most limit events, and
-	// returns how many events it fanned out. Events are fanned out in
-	// ascending Seq order, each once.
+	// returns how many events it fanned out. Each event is fanned out
+	// once, in ascending Seq order among the events visible together: an
+	// event recorded by a transaction that commits late may follow events
+	// of a greater Seq.
 	FanOut(ctx context.Context, subscribers []string, limit int) (int, error)
 
 	// Claim leases to owner, until until, at most limit deliveries to

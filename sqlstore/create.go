@@ -11,11 +11,6 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// outboxLockKey is the PostgreSQL advisory lock that writers of events hold
-// until they commit, so that events commit in seq order and a reader that
-// has seen seq n never later finds an event below n appear.
-const outboxLockKey = 0x706c616e74730002 // "plants" 2
-
 // errNoTimeLeft answers a Create that waited for its turn to commit until
 // too little of its timeout was left for a commit.
 var errNoTimeLeft = fmt.Errorf("sqlstore: create plant: too little time left to commit: %w", plantstore.ErrUnavailable)
@@ -267,7 +262,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -275,11 +270,6 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	// is the one to report.
 	defer func() { _ = tx.Rollback() }()
 
-	if s.cfg.outbox && s.dialect == Postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(outboxLockKey)); err != nil {
-			return nil, err
-		}
-	}
 	args := make([]any, 0, 3*len(order))
 	for _, i := range order {
 		p := reqs[i].plant

@@ -32,6 +32,16 @@ var (
 	// is read-only (a standby, or default_transaction_read_only on).
 	ErrReadOnly = errors.New("sqlstore: database is read-only")
 
+	// ErrStatementsLost reports a PostgreSQL connection that loses its
+	// prepared statements between transactions, as one through a pooler
+	// in transaction mode (PgBouncer's pool_mode = transaction) does, used
+	// by a driver that keeps named prepared statements across them, as
+	// pgx does by default. Use a query mode that prepares no named
+	// statement (pgx: default_query_exec_mode=exec in the URL), or session
+	// pooling. [Open] checks for it; a call that meets it later returns an
+	// error wrapping both ErrStatementsLost and [plantstore.ErrUnavailable].
+	ErrStatementsLost = errors.New("sqlstore: the connection loses prepared statements between transactions, as through a pooler in transaction mode: use a query mode without named prepared statements (pgx: default_query_exec_mode=exec) or session pooling")
+
 	// errClosed is what Create returns once the Store is closed.
 	errClosed = fmt.Errorf("sqlstore: store closed: %w", plantstore.ErrUnavailable)
 )
@@ -50,6 +60,9 @@ func failure(ctx context.Context, op string, err error) error {
 	}
 	if !transient(err) {
 		return fmt.Errorf("sqlstore: %s: %w", op, err)
+	}
+	if statementsLost(err) {
+		return fmt.Errorf("sqlstore: %s: %v: %w: %w", op, err, ErrStatementsLost, plantstore.ErrUnavailable)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// A deadline of the driver's own, such as a connect timeout: the
@@ -121,7 +134,8 @@ func transient(err error) bool {
 			"58": // system error: I/O error
 			return true
 		}
-		return state == "55P03" // lock not available
+		return state == "55P03" || // lock not available
+			statementsLost(err)
 	}
 	if code, ok := sqliteCode(err); ok {
 		switch code {
@@ -139,6 +153,19 @@ func transient(err error) bool {
 		return false
 	}
 	return true
+}
+
+// statementsLost reports whether err is PostgreSQL's answer to a named
+// prepared statement that the session does not have (26000) or has
+// already (42P05): the connection's session changed under it, as through
+// a pooler in transaction mode. See [ErrStatementsLost].
+func statementsLost(err error) bool {
+	var pg interface{ SQLState() string }
+	if !errors.As(err, &pg) {
+		return false
+	}
+	state := pg.SQLState()
+	return state == "26000" || state == "42P05"
 }
 
 // sqliteBusy is SQLite's SQLITE_BUSY result code.

@@ -20,13 +20,13 @@ import (
 // delivery. The lease is what splits the work between processes: no
 // coordinator, nothing but the database.
 
-// deliveryLockKey is the PostgreSQL advisory lock that FanOut and Ack
-// hold until they commit. Serialising them is what lets each see the
-// other's work: an Ack that ends the last delivery of an event sees every
-// other delivery that ended before it, so the event is deleted, and FanOut
-// never sees an event without the deliveries that another Ack is deleting
-// with it. SQLite serialises writers by itself.
-const deliveryLockKey = 0x706c616e74730003 // "plants" 3
+// Concurrent transactions of the outbox, in one process or many, take
+// row locks only: FanOut the events it fans out (see queries.fanOut), Ack
+// and the trim of WithOutboxMaxPending the events they may delete, in seq
+// order, before any delivery, so that an Ack that ends the last delivery
+// of an event sees every other delivery of it that ended before, and
+// deletes the event, and no two of them deadlock. SQLite serialises
+// writers by itself.
 
 // batchRows caps the rows one outbox statement names, well below the
 // placeholder limits of both dialects.
@@ -60,9 +60,11 @@ func (s *Store) Dropped() uint64 { return s.dropped.Load() }
 var errOwner = errors.New("sqlstore: empty subscriber or owner")
 
 // FanOut implements [plantstore.Outbox.FanOut]. Events are recorded only
-// by a Store opened [WithOutbox]. With [WithOutboxMaxPending], it first
-// drops up to 4096 of the oldest events past the bound, in the same
-// transaction.
+// by a Store opened [WithOutbox]. On PostgreSQL, an event whose
+// transaction commits after others that began after it is fanned out once
+// it commits, after theirs; concurrent FanOuts fan out different events.
+// With [WithOutboxMaxPending], it first drops up to 4096 of the oldest
+// events past the bound, in the same transaction.
 func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (int, error) {
 	if len(subscribers) == 0 || limit <= 0 {
 		return 0, nil
@@ -73,25 +75,29 @@ func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (in
 		args = append(args, sub)
 	}
 	var n, dropped int64
-	err := s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if s.cfg.outboxMax > 0 {
 			var err error
 			if dropped, err = s.trim(ctx, tx); err != nil {
 				return err
 			}
 		}
+		if s.dialect == Postgres {
+			return tx.QueryRowContext(ctx, s.q.fanOut(len(subscribers)), args...).Scan(&n)
+		}
 		res, err := tx.ExecContext(ctx, s.q.fanOut(len(subscribers)), args...)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		rows, err := res.RowsAffected()
+		n = (rows + int64(len(subscribers)) - 1) / int64(len(subscribers))
 		return err
 	})
 	if err != nil {
 		return 0, failure(ctx, "fan out events", err)
 	}
 	s.dropped.Add(uint64(dropped))
-	return int((n + int64(len(subscribers)) - 1) / int64(len(subscribers))), nil
+	return int(n), nil
 }
 
 // trim drops, in tx, the oldest events more than the outbox's bound
@@ -109,6 +115,11 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx) (int64, error) {
 		return 0, nil
 	}
 	cut = min(cut, lo.Int64+trimRows-1)
+	if s.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, s.q.lockOldEvents, cut); err != nil {
+			return 0, err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, s.q.dropDeliveries, cut); err != nil {
 		return 0, err
 	}
@@ -139,7 +150,7 @@ func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.
 	)
 	// The events are read in the claiming transaction: a claim whose
 	// caller never learns of it would hold its deliveries for a lease.
-	err = s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q.claim(), until.UnixMicro(), owner, subscriber, now, limit)
 		if err != nil {
 			return err
@@ -228,7 +239,7 @@ func (s *Store) Extend(ctx context.Context, subscriber, owner string, seqs []int
 	kept := []int64{}
 	for batch := range slices.Chunk(seqs, batchRows) {
 		args := append([]any{until.UnixMicro(), subscriber, owner}, int64Args(batch)...)
-		err := s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			rows, err := tx.QueryContext(ctx, s.q.extend(len(batch)), args...)
 			if err != nil {
 				return err
@@ -263,7 +274,7 @@ func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []p
 		for _, r := range batch {
 			args = append(args, r.Seq, r.Attempts, r.Due.UnixMicro())
 		}
-		err := s.writeTx(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, s.q.retry(len(batch)), args...)
 			return err
 		})
@@ -285,9 +296,14 @@ func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err e
 	if len(seqs) == 0 {
 		return nil
 	}
-	err = s.writeTx(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for batch := range slices.Chunk(seqs, batchRows) {
 			args := int64Args(batch)
+			if s.dialect == Postgres {
+				if _, err := tx.ExecContext(ctx, s.q.lockEvents(len(batch)), args...); err != nil {
+					return err
+				}
+			}
 			if _, err := tx.ExecContext(ctx, s.q.endDeliveries(len(batch)), append([]any{subscriber}, args...)...); err != nil {
 				return err
 			}
@@ -314,28 +330,22 @@ func (s *Store) Depth(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// writeTx runs fn in a transaction that writes: on SQLite after this
-// Store's turn to write, and, when serial, on PostgreSQL under
-// deliveryLockKey. The whole of it, fn included, is bounded by the Store's
-// timeout: fn runs its statements with the context it is given. A failed
-// commit is judged by commitError.
-func (s *Store) writeTx(ctx context.Context, serial bool, fn func(context.Context, *sql.Tx) error) error {
+// writeTx runs fn in a transaction that writes, on SQLite after this
+// Store's turn to write. The whole of it, fn included, is bounded by the
+// Store's timeout: fn runs its statements with the context it is given. A
+// failed commit is judged by commitError.
+func (s *Store) writeTx(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.lockWrites(ctx); err != nil {
 		return err
 	}
 	defer s.unlockWrites()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if serial && s.dialect == Postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(deliveryLockKey)); err != nil {
-			return err
-		}
-	}
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -22,7 +23,7 @@ func TestProbeWrite(t *testing.T) {
 			// Each probe is a committed write, not one the database may
 			// skip as a no-op.
 			var n int
-			if err := db.QueryRow(`SELECT n FROM write_probe WHERE id = 1`).Scan(&n); err != nil || n != 3 {
+			if err := db.QueryRow(`SELECT n FROM write_probe WHERE id = `+s.q.param(1), s.probeID).Scan(&n); err != nil || n != 3 {
 				t.Errorf("write_probe.n after 3 probes = %d (%v), want 3", n, err)
 			}
 			canceled, cancel := context.WithCancel(ctx)
@@ -54,5 +55,39 @@ func TestProbeWriteOnReadOnlyPostgres(t *testing.T) {
 	}
 	if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Errorf("ProbeWrite in a read-only session = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestProbeWriteRowPerStore shows that each Store probes a row of its own,
+// so that a probe held up in another process's transaction (here, an
+// update of the first Store's row left uncommitted) does not hold up this
+// one's, and that Close removes the row.
+func TestProbeWriteRowPerStore(t *testing.T) {
+	db, _ := postgresBackend.newDB(t)
+	ctx := context.Background()
+	a := openStore(t, db, Postgres)
+	b := openStore(t, db, Postgres, WithTimeout(2*time.Second))
+	if a.probeID == b.probeID {
+		t.Fatalf("two Stores share write_probe row %d", a.probeID)
+	}
+	if err := a.ProbeWrite(ctx); err != nil {
+		t.Fatalf("ProbeWrite = %v", err)
+	}
+	held, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.Exec(`UPDATE write_probe SET n = n + 1 WHERE id = $1`, a.probeID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ProbeWrite(ctx); err != nil {
+		t.Errorf("ProbeWrite while another Store's row is locked = %v, want nil", err)
+	}
+	held.Rollback()
+	b.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM write_probe WHERE id = $1`, b.probeID).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows of a closed Store's probe = %d (%v), want 0", n, err)
 	}
 }

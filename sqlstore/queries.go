@@ -18,6 +18,12 @@ type queries struct {
 	seqRange       string
 	dropEvents     string
 	dropDeliveries string
+	// setTimeouts sets a PostgreSQL transaction's lock and idle timeouts,
+	// or is "" (see Store.begin).
+	setTimeouts string
+	// lockOldEvents locks, in seq order, the events whose seq is at most
+	// $1 (PostgreSQL).
+	lockOldEvents string
 }
 
 func newQueries(d Dialect) queries {
@@ -30,6 +36,7 @@ func newQueries(d Dialect) queries {
 	q.seqRange = `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`
 	q.dropEvents = `DELETE FROM events WHERE seq <= ` + p(1)
 	q.dropDeliveries = `DELETE FROM webhook_deliveries WHERE seq <= ` + p(1)
+	q.lockOldEvents = `SELECT seq FROM events WHERE seq <= ` + p(1) + ` ORDER BY seq FOR UPDATE`
 	return q
 }
 
@@ -89,22 +96,47 @@ func (q queries) placeholders(b *strings.Builder, first, n int) {
 }
 
 // fanOut returns the statement that creates a delivery to each of subs
-// subscribers ($2…) for each of the oldest $1 events past the greatest seq
-// that has a delivery. Events commit in seq order (see outboxLockKey), and
-// an event loses its deliveries only in the transaction that deletes it,
-// so the events past that seq are exactly those not fanned out yet. The
-// WHERE true lets SQLite parse ON CONFLICT after a SELECT.
+// subscribers ($2…) for each of the oldest $1 events not fanned out yet.
+// On PostgreSQL it returns the number of those events.
+//
+// On PostgreSQL, concurrent transactions draw seqs and commit in either
+// order, so a reader that went past a seq could later see a lower one
+// appear. So the fan-out keeps no place in seq order: it marks each event
+// it fans out (fanned), and takes the events not marked, by the partial
+// index of them. An event that commits late is simply not marked yet when
+// it appears. Concurrent fan-outs take different events (SKIP LOCKED),
+// and nothing makes writers wait for one another or for the fan-out.
+//
+// SQLite runs one writer at a time, so seqs commit in order there, and
+// the events past the greatest seq that has a delivery are exactly those
+// not fanned out yet: an event loses its deliveries only in the
+// transaction that deletes it. The WHERE true lets SQLite parse ON
+// CONFLICT after a SELECT.
 func (q queries) fanOut(subs int) string {
 	var b strings.Builder
+	if q.dialect == Postgres {
+		b.WriteString(`WITH e AS (SELECT seq FROM events WHERE NOT fanned ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED),` +
+			` m AS (UPDATE events SET fanned = true FROM e WHERE events.seq = e.seq),` +
+			` d AS (INSERT INTO webhook_deliveries (subscriber, seq) SELECT s.subscriber, e.seq FROM e CROSS JOIN (`)
+		q.subscribers(&b, subs)
+		b.WriteString(`) s ON CONFLICT DO NOTHING) SELECT count(*) FROM e`)
+		return b.String()
+	}
 	b.WriteString(`INSERT INTO webhook_deliveries (subscriber, seq) SELECT s.subscriber, e.seq FROM (SELECT seq FROM events WHERE seq > (SELECT coalesce(max(seq), 0) FROM webhook_deliveries) ORDER BY seq LIMIT ` + q.param(1) + `) e CROSS JOIN (`)
+	q.subscribers(&b, subs)
+	b.WriteString(`) s WHERE true ON CONFLICT DO NOTHING`)
+	return b.String()
+}
+
+// subscribers appends a query of the subs subscribers $2… as one column,
+// subscriber.
+func (q queries) subscribers(b *strings.Builder, subs int) {
 	for i := range subs {
 		if i > 0 {
 			b.WriteString(` UNION ALL `)
 		}
 		b.WriteString(`SELECT CAST(` + q.param(2+i) + ` AS TEXT) AS subscriber`)
 	}
-	b.WriteString(`) s WHERE true ON CONFLICT DO NOTHING`)
-	return b.String()
 }
 
 // claim returns the statement that leases to owner $2 until $1 at most $5
@@ -134,6 +166,16 @@ func (q queries) events(n int) string {
 	b.WriteString(`SELECT seq, plant_id, name, tag, created_us FROM events WHERE seq IN (`)
 	q.placeholders(&b, 1, n)
 	b.WriteString(`)`)
+	return b.String()
+}
+
+// lockEvents returns the statement that locks, in seq order, those of the
+// n events $1… that exist (PostgreSQL).
+func (q queries) lockEvents(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT seq FROM events WHERE seq IN (`)
+	q.placeholders(&b, 1, n)
+	b.WriteString(`) ORDER BY seq FOR UPDATE`)
 	return b.String()
 }
 

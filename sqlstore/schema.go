@@ -73,6 +73,11 @@ func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
 		return failure(ctx, "check settings", err)
 	}
 	defer conn.Close()
+	if d == Postgres {
+		if err := checkStatementsKept(ctx, db, conn); err != nil {
+			return err
+		}
+	}
 	if err := checkWritable(ctx, conn, d); err != nil {
 		return err
 	}
@@ -119,6 +124,33 @@ func checkSettings(ctx context.Context, db *sql.DB, d Dialect) error {
 		}
 		if v != "utf8" {
 			return fmt.Errorf("sqlstore: database encoding is %q, want UTF8", v)
+		}
+	}
+	return nil
+}
+
+// checkStatementsKept returns an error wrapping [ErrStatementsLost] when
+// the connections of db share sessions, as through a pooler in
+// transaction mode, and the driver keeps named prepared statements across
+// transactions: conn and a second connection run the same query, one
+// after the other, which such a pooler gives the same server session (it
+// reuses the last one freed), so that the second prepares a statement the
+// session already has. A driver or pooler that keeps no named statements
+// passes.
+func checkStatementsKept(ctx context.Context, db *sql.DB, conn *sql.Conn) error {
+	other, err := db.Conn(ctx)
+	if err != nil {
+		return failure(ctx, "check prepared statements", err)
+	}
+	defer other.Close()
+	for _, c := range []*sql.Conn{conn, other} {
+		var one int
+		err := c.QueryRowContext(ctx, `SELECT 1 AS plantstore_statements_probe`).Scan(&one)
+		if statementsLost(err) {
+			return fmt.Errorf("%w (%v)", ErrStatementsLost, err)
+		}
+		if err != nil {
+			return failure(ctx, "check prepared statements", err)
 		}
 	}
 	return nil
@@ -205,6 +237,16 @@ var migrations = []migration{
 			n   BIGINT NOT NULL,
 			pad BYTEA NOT NULL
 		)`},
+	},
+	{ // 6: PostgreSQL: an event is marked once fanned out, so that
+		// creates need no lock to keep the fan-out from skipping an event
+		// that commits late; see queries.fanOut. The events up to the
+		// greatest seq with a delivery have been fanned out.
+		postgres: []string{
+			`ALTER TABLE events ADD COLUMN fanned BOOLEAN NOT NULL DEFAULT false`,
+			`UPDATE events SET fanned = true WHERE seq <= (SELECT coalesce(max(seq), 0) FROM webhook_deliveries)`,
+			`CREATE INDEX events_unfanned ON events (seq) WHERE NOT fanned`,
+		},
 	},
 }
 

@@ -193,3 +193,45 @@ func TestSQLiteDSNEscapesPath(t *testing.T) {
 		t.Errorf("database not at %q: %v", path, err)
 	}
 }
+
+// TestMigrateOutboxInFlight migrates a PostgreSQL outbox of version 5,
+// holding events fanned out and events not yet, and checks that the
+// fan-out goes on where it was: the events not fanned out are fanned out
+// once, and the others not again.
+func TestMigrateOutboxInFlight(t *testing.T) {
+	ctx := context.Background()
+	db, _ := postgresBackend.newDB(t)
+	if err := migrate(ctx, db, Postgres, migrations[:5]); err != nil {
+		t.Fatalf("migrate to version 5: %v", err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO events (plant_id, name, created_us) VALUES (1, 'a', 0), (2, 'b', 0), (3, 'c', 0), (4, 'd', 0)`,
+		// Events 1 and 2 were fanned out; 1 has been delivered to b.
+		`INSERT INTO webhook_deliveries (subscriber, seq) VALUES ('a', 1), ('a', 2), ('b', 2)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openStore(t, db, Postgres, WithOutbox())
+	if n, err := s.FanOut(ctx, []string{"a", "b"}, 10); err != nil || n != 2 {
+		t.Fatalf("FanOut() after the migration = %d, %v; want 2: events 3 and 4", n, err)
+	}
+	var rows []string
+	r, err := db.Query(`SELECT subscriber || '/' || seq FROM webhook_deliveries ORDER BY seq, subscriber`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var v string
+		if err := r.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, v)
+	}
+	r.Close()
+	want := []string{"a/1", "a/2", "b/2", "a/3", "b/3", "a/4", "b/4"}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("deliveries after the migration mismatch (-want +got):\n%s", diff)
+	}
+}

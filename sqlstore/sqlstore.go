@@ -57,6 +57,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,40 @@ type config struct {
 	outbox     bool
 	outboxMax  int // see WithOutboxMaxPending; 0: no bound
 	timeout    time.Duration
+	lockWait   time.Duration // see WithLockTimeout; 0: none
+	idleInTx   time.Duration // see WithIdleInTransactionTimeout; 0: none
 	registerer prometheus.Registerer
+}
+
+// DefaultLockTimeout and DefaultIdleInTransactionTimeout are what
+// [WithLockTimeout] and [WithIdleInTransactionTimeout] set unless told
+// otherwise.
+const (
+	DefaultLockTimeout              = 2 * time.Second
+	DefaultIdleInTransactionTimeout = 5 * time.Second
+)
+
+// WithLockTimeout makes every transaction of the Store on PostgreSQL give
+// up waiting for a row lock after d (lock_timeout), with an error wrapping
+// [plantstore.ErrUnavailable]: a Create of an id that another process's
+// transaction is inserting waits for that transaction only this long.
+// A d of zero or less sets no bound. It is set within each transaction
+// (SET LOCAL), so that it holds through a connection pooler in
+// transaction mode. SQLite waits for its file lock by the DSN's busy
+// timeout instead.
+func WithLockTimeout(d time.Duration) Option {
+	return func(c *config) { c.lockWait = max(d, 0) }
+}
+
+// WithIdleInTransactionTimeout makes PostgreSQL end the session of any
+// transaction of the Store that sits idle, between two statements, for
+// longer than d (idle_in_transaction_session_timeout): a process that is
+// stopped or frozen mid-transaction, never to send its next statement in
+// time, is cut off by the server, and the row locks it held are released
+// to the other processes. Its transaction rolls back. A d of zero or less
+// sets no bound. Like [WithLockTimeout] it is set within each transaction.
+func WithIdleInTransactionTimeout(d time.Duration) Option {
+	return func(c *config) { c.idleInTx = max(d, 0) }
 }
 
 // WithTimeout bounds how long each call waits for the database, from the
@@ -137,10 +171,10 @@ func WithoutGroupCommit() Option {
 // [plantstore.Outbox] methods ([Store.FanOut], [Store.Claim], …). Without
 // it no events are recorded.
 //
-// On PostgreSQL, a transaction that records events holds an advisory lock
-// until it commits, so that events commit in seq order: the transactions
-// of Stores with the outbox commit one at a time, each still a whole batch
-// under group commit.
+// Recording events takes no lock beyond the rows written: on PostgreSQL,
+// the transactions of any number of Stores commit concurrently, in any
+// order, and [Store.FanOut] takes each event once it has committed,
+// whenever that is.
 func WithOutbox() Option {
 	return func(c *config) { c.outbox = true }
 }
@@ -161,6 +195,9 @@ type Store struct {
 	writeSem chan struct{}
 
 	dropped atomic.Uint64 // outbox events dropped undelivered; see WithOutboxMaxPending
+
+	probeID int64       // this Store's row of write_probe; see ProbeWrite
+	probed  atomic.Bool // whether ProbeWrite may have written it
 
 	// insertStmts holds the prepared inserts, by number of plants, and is
 	// nil once closed. Close takes stmtUse to close them once no insert
@@ -204,10 +241,12 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)
 	}
 	s := &Store{
-		db:          db,
-		dialect:     dialect,
-		cfg:         config{group: true, timeout: DefaultTimeout},
+		db:      db,
+		dialect: dialect,
+		cfg: config{group: true, timeout: DefaultTimeout,
+			lockWait: DefaultLockTimeout, idleInTx: DefaultIdleInTransactionTimeout},
 		q:           newQueries(dialect),
+		probeID:     newProbeID(),
 		reqs:        make(chan *createReq),
 		insertStmts: make(map[int]*sql.Stmt),
 		closed:      make(chan struct{}),
@@ -215,6 +254,9 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	}
 	for _, o := range opts {
 		o(&s.cfg)
+	}
+	if dialect == Postgres {
+		s.q.setTimeouts = setTimeouts(s.cfg.lockWait, s.cfg.idleInTx)
 	}
 	if s.cfg.registerer != nil {
 		m, err := newStoreMetrics(s.cfg.registerer, s.cfg)
@@ -253,6 +295,7 @@ func (s *Store) Close() error {
 	}
 	s.insertStmts = nil
 	s.stmtUse.Unlock()
+	s.dropProbeRow()
 	return nil
 }
 
@@ -331,7 +374,7 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 	// answers a cancelled ctx by dropping the connection leaves a
 	// statement waiting on the server, which would still commit on its own
 	// once it got its lock. A transaction commits only when told to.
-	tx, err := s.db.BeginTx(dctx, nil)
+	tx, err := s.begin(dctx)
 	if err != nil {
 		return failure(ctx, "delete plant", err)
 	}
@@ -351,6 +394,40 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		return failure(ctx, "delete plant", commitError(err))
 	}
 	return nil
+}
+
+// begin begins a transaction that writes, and on PostgreSQL sets its lock
+// and idle timeouts (see [WithLockTimeout]).
+func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil || s.q.setTimeouts == "" {
+		return tx, err
+	}
+	if _, err := tx.ExecContext(ctx, s.q.setTimeouts); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}
+
+// setTimeouts returns the statement that sets lock_timeout and
+// idle_in_transaction_session_timeout for the rest of a PostgreSQL
+// transaction, or "" when neither is set.
+func setTimeouts(lockWait, idleInTx time.Duration) string {
+	var set []string
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"lock_timeout", lockWait}, {"idle_in_transaction_session_timeout", idleInTx}} {
+		if t.d > 0 {
+			ms := max(t.d.Milliseconds(), 1)
+			set = append(set, fmt.Sprintf("set_config('%s', '%d', true)", t.name, ms))
+		}
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	return "SELECT " + strings.Join(set, ", ")
 }
 
 // bounded returns ctx limited to the Store's timeout. Failures are still

@@ -1,7 +1,9 @@
 // Package faultproxy is a TCP proxy for tests that can cut every
 // connection it forwards and refuse new ones, as a database host that goes
 // away would, and then come back; or stall them, as a frozen host or a
-// broken network would, holding every byte until it resumes.
+// broken network would, holding every byte until it resumes; or do either
+// right after a given request, as a process stopped mid-transaction would
+// leave it.
 package faultproxy
 
 import (
@@ -20,11 +22,12 @@ type Proxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]struct{}
-	// trigger, when set, is a byte string that makes the proxy Cut right
-	// after forwarding the client's chunk that holds it; cutDone is closed
-	// then.
-	trigger []byte
-	cutDone chan struct{}
+	// trigger, when set, is a byte string that makes the proxy run
+	// onTrigger (Cut or Stall) right after forwarding the client's chunk
+	// that holds it; triggerDone is closed then.
+	trigger     []byte
+	onTrigger   func()
+	triggerDone chan struct{}
 	// resumed is closed while the proxy forwards bytes; Stall replaces it
 	// with an open channel that Resume closes.
 	resumed chan struct{}
@@ -117,8 +120,7 @@ func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
-			if fromClient && p.triggered(buf[:n]) {
-				p.cutAfterTrigger()
+			if fromClient && p.triggered(buf[:n]) && p.fire() {
 				return
 			}
 		}
@@ -166,16 +168,25 @@ func (p *Proxy) Resume() {
 	}
 }
 
-func (p *Proxy) cutAfterTrigger() {
+// fire runs the armed action, once, and reports whether it cut the
+// connections.
+func (p *Proxy) fire() bool {
 	p.mu.Lock()
-	done := p.cutDone
-	p.trigger, p.cutDone = nil, nil
+	done, action := p.triggerDone, p.onTrigger
+	p.trigger, p.onTrigger, p.triggerDone = nil, nil, nil
 	p.mu.Unlock()
 	if done == nil {
-		return // another connection fired first
+		return false // another connection fired first
 	}
-	p.Cut()
+	action()
 	close(done)
+	return p.isDown()
+}
+
+func (p *Proxy) isDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down
 }
 
 // CutAfter arms the proxy to Cut once a client sends a chunk that holds
@@ -183,11 +194,25 @@ func (p *Proxy) cutAfterTrigger() {
 // the request, the client never gets the answer. The returned channel is
 // closed when that has happened.
 func (p *Proxy) CutAfter(trigger []byte) <-chan struct{} {
+	return p.arm(trigger, p.Cut)
+}
+
+// StallAfter arms the proxy to Stall once a client sends a chunk that
+// holds trigger, right after forwarding that chunk to the server: the
+// server runs the request, and whatever transaction it is part of stays
+// open, as when the client process is stopped. The returned channel is
+// closed when that has happened.
+func (p *Proxy) StallAfter(trigger []byte) <-chan struct{} {
+	return p.arm(trigger, p.Stall)
+}
+
+func (p *Proxy) arm(trigger []byte, action func()) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trigger = bytes.Clone(trigger)
-	p.cutDone = make(chan struct{})
-	return p.cutDone
+	p.onTrigger = action
+	p.triggerDone = make(chan struct{})
+	return p.triggerDone
 }
 
 // untrack forgets a connection forward is done with.

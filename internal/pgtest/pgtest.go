@@ -103,32 +103,12 @@ func newCluster(tb testing.TB, name string) *Cluster {
 			tb.Skipf("SKIPPING: no PostgreSQL server binaries: %v (install postgresql-15, or set PLANTSTORE_TEST_PG_BINDIR)", err)
 		}
 	}
-	c := &Cluster{bin: bin, name: name}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			tb.Skipf("SKIPPING: PostgreSQL refuses to run as root, and there is no postgres user to run it as: %v", err)
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err := errors.Join(err1, err2); err != nil {
-			tb.Fatalf("pgtest: postgres user: %v", err)
-		}
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	root, err := os.MkdirTemp("", "pgtest-")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	c := &Cluster{bin: bin, name: name, cred: credential(tb, "PostgreSQL")}
+	root := tempDir(tb, c.cred)
 	c.root = root
-	if c.cred != nil {
-		if err := os.Chown(root, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			os.RemoveAll(root)
-			tb.Fatal(err)
-		}
-	}
 	c.data = filepath.Join(root, "data")
 	c.log = filepath.Join(root, "postgres.log")
+	var err error
 	if c.port, err = freePort(); err != nil {
 		os.RemoveAll(root)
 		tb.Fatal(err)
@@ -138,6 +118,44 @@ func newCluster(tb testing.TB, name string) *Cluster {
 		os.RemoveAll(root)
 	})
 	return c
+}
+
+// credential returns the credential to run prog (PostgreSQL, PgBouncer),
+// which refuse to run as root, as: the postgres user's when the test runs
+// as root, else nil, the test's own. It skips tb when there is no postgres
+// user to run as.
+func credential(tb testing.TB, prog string) *syscall.Credential {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		tb.Skipf("SKIPPING: %s refuses to run as root, and there is no postgres user to run it as: %v", prog, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		tb.Fatalf("pgtest: postgres user: %v", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// tempDir makes a temporary directory owned by cred's user (or the test's),
+// which the caller removes.
+func tempDir(tb testing.TB, cred *syscall.Credential) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			tb.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // freePort returns a loopback TCP port nothing listens on now.

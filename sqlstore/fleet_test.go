@@ -1,0 +1,254 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/pgtest"
+)
+
+// holdEventTx begins, on its own connection of db, a transaction that
+// stores plant id and records its event, as another process's Create
+// would, and leaves it open: a process stopped between its INSERTs and
+// its COMMIT. It returns the transaction, rolled back in t.Cleanup.
+func holdEventTx(t *testing.T, db *sql.DB, id int64) *sql.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.ExecContext(ctx, `INSERT INTO plants (id, name) VALUES ($1, 'held')`, id); err != nil {
+		t.Fatalf("insert the held plant: %v", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (plant_id, name, created_us) VALUES ($1, 'held', 0)`, id); err != nil {
+		t.Fatalf("insert the held event: %v", err)
+	}
+	return tx
+}
+
+// TestCreateDoesNotWaitForOtherWriters stops one Store, with the outbox,
+// in the middle of its create transaction, as a process stopped with
+// SIGSTOP would be (its connection to the database stalls right after it
+// sent its events), and checks that another Store on the same database
+// still stores plants of other ids at once, in both commit modes: the
+// writers of different ids share no lock.
+func TestCreateDoesNotWaitForOtherWriters(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			direct, proxy, dsn := behindProxy(t)
+			opts := append([]Option{WithOutbox(), WithTimeout(2 * time.Second)}, mode.opts...)
+			frozen := openStore(t, openDB(t, "pgx", dsn), Postgres, opts...)
+			s := openStore(t, direct, Postgres, opts...)
+			ctx := context.Background()
+
+			stalled := proxy.StallAfter([]byte("INSERT INTO events"))
+			frozenErr := make(chan error, 1)
+			go func() { frozenErr <- frozen.Create(ctx, plantstore.Plant{ID: 1, Name: "frozen"}) }()
+			select {
+			case <-stalled:
+			case err := <-frozenErr:
+				t.Fatalf("the first Store's Create returned %v before its transaction stalled", err)
+			}
+			for id := int64(2); id < 5; id++ {
+				start := time.Now()
+				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+					t.Fatalf("Create(%d) while another Store is stopped mid-transaction = %v (after %v), want nil", id, err, time.Since(start))
+				}
+			}
+			proxy.Resume()
+			<-frozenErr
+		})
+	}
+}
+
+// TestFanOutTakesLateCommits has an event written before others and
+// committed after them, and checks that the fan-out neither skips it nor
+// waits for it: the events behind it are fanned out at once, it is fanned
+// out once it commits, and each event once.
+func TestFanOutTakesLateCommits(t *testing.T) {
+	db, _ := postgresBackend.newDB(t)
+	s := openStore(t, db, Postgres, WithOutbox())
+	ctx := context.Background()
+	subs := []string{"a"}
+	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	held := holdEventTx(t, db, 2) // its event's seq is below the next ones
+	for id := int64(3); id <= 4; id++ {
+		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 3 {
+		t.Fatalf("FanOut() while an older writer is open = %d, %v; want 3: the events committed", n, err)
+	}
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 1 {
+		t.Fatalf("FanOut() once it committed = %d, %v; want 1: its event", n, err)
+	}
+	if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 0 {
+		t.Fatalf("FanOut() again = %d, %v; want 0", n, err)
+	}
+	ds, err := s.Claim(ctx, "a", "o", time.Now().Add(time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, d := range ds {
+		got = append(got, d.Plant.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 3, 4}, got); diff != "" {
+		t.Errorf("plants of the claimed deliveries mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestTimeoutsCutOffAFrozenWriter shows the two timeouts every write
+// transaction sets: a Create of an id that a transaction left open is
+// inserting gives up after the lock timeout, with ErrUnavailable, and
+// PostgreSQL ends a transaction of the Store's that sits idle longer than
+// the idle timeout, releasing what it held.
+func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
+	db, _ := postgresBackend.newDB(t)
+	ctx := context.Background()
+	s := openStore(t, db, Postgres, WithLockTimeout(100*time.Millisecond),
+		WithIdleInTransactionTimeout(200*time.Millisecond))
+	holdEventTx(t, db, 7)
+	start := time.Now()
+	err := s.Create(ctx, plantstore.Plant{ID: 7, Name: "p"})
+	if !errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("Create of an id a frozen writer holds = %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("Create of an id a frozen writer holds took %v, want about the lock timeout", took)
+	}
+
+	// A transaction of the Store that stops between two statements, as a
+	// stopped process's does.
+	tx, err := s.begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO plants (id, name) VALUES (8, 'frozen')`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n)
+		if err != nil {
+			break // the server ended the session
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a transaction idle past its idle timeout was never ended")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "p"}); err != nil {
+		t.Errorf("Create of the id the ended transaction held = %v, want nil", err)
+	}
+}
+
+// newPostgresDatabase creates a database of its own on the test server,
+// dropped in t.Cleanup, and returns its URL: a connection pooler passes
+// no search_path, so the tests behind one cannot keep to a schema.
+func newPostgresDatabase(t *testing.T) string {
+	t.Helper()
+	base := postgresDSN(t)
+	name := "plantstore_test_" + strings.ToLower(rand.Text()[:12])
+	admin := openDB(t, "pgx", base)
+	if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestOpenThroughTransactionPooler opens Stores through PgBouncer in
+// transaction mode: with pgx's default query mode, which keeps named
+// prepared statements across transactions, Open refuses the database with
+// ErrStatementsLost, naming the fix; with a mode that prepares no named
+// statement, two Stores create and deliver through it.
+func TestOpenThroughTransactionPooler(t *testing.T) {
+	dsn := newPostgresDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = pgtest.PgBouncer(t, u.Host)
+	pooled := u.String()
+	ctx := context.Background()
+
+	_, err = Open(ctx, openDB(t, "pgx", pooled), Postgres)
+	if !errors.Is(err, ErrStatementsLost) {
+		t.Errorf("Open through a transaction pooler with named prepared statements = %v, want ErrStatementsLost", err)
+	}
+
+	exec := withParams(t, pooled, map[string]string{"default_query_exec_mode": "exec"})
+	stores := []*Store{
+		openStore(t, openDB(t, "pgx", exec), Postgres, WithOutbox()),
+		openStore(t, openDB(t, "pgx", exec), Postgres, WithOutbox()),
+	}
+	const n = 200
+	var wg sync.WaitGroup
+	for i := range int64(n) {
+		wg.Go(func() {
+			if err := stores[i%2].Create(ctx, plantstore.Plant{ID: i, Name: "p"}); err != nil {
+				t.Errorf("Create(%d) through the pooler = %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	delivered := map[int64]int{}
+	for range 100 {
+		if _, err := stores[0].FanOut(ctx, []string{"a"}, n); err != nil {
+			t.Fatalf("FanOut() = %v", err)
+		}
+		ds, err := stores[1].Claim(ctx, "a", "o", time.Now().Add(time.Hour), n)
+		if err != nil {
+			t.Fatalf("Claim() = %v", err)
+		}
+		var seqs []int64
+		for _, d := range ds {
+			delivered[d.Plant.ID]++
+			seqs = append(seqs, d.Seq)
+		}
+		if err := stores[0].Ack(ctx, "a", seqs); err != nil {
+			t.Fatalf("Ack() = %v", err)
+		}
+		if len(delivered) == n {
+			break
+		}
+	}
+	if len(delivered) != n {
+		t.Errorf("%d plants delivered through the pooler, want %d", len(delivered), n)
+	}
+	for id, k := range delivered {
+		if k != 1 {
+			t.Errorf("plant %d delivered %d times, want once", id, k)
+		}
+	}
+}
