@@ -65,6 +65,10 @@ type options struct {
 	webhookSecret string
 	// dbTimeout bounds how long a request waits for the database.
 	dbTimeout time.Duration
+	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
+	// idle_in_transaction_session_timeout for every write transaction.
+	dbLockTimeout   time.Duration
+	dbIdleTxTimeout time.Duration
 	// readyTimeout bounds how long GET /readyz waits for its check.
 	readyTimeout time.Duration
 	corsOrigins  listFlag
@@ -124,6 +128,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
+	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", sqlstore.DefaultLockTimeout, "PostgreSQL: how long a write waits for a row another transaction holds (lock_timeout) before it is answered error 503; 0: no bound")
+	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", sqlstore.DefaultIdleInTransactionTimeout, "PostgreSQL: end the session of a write transaction idle this long between statements (idle_in_transaction_session_timeout), as when its process is stopped, releasing its locks; 0: no bound")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", httpapi.DefaultReadyTimeout, "how long GET /readyz waits for its check of the storage before it answers error 503")
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
@@ -167,8 +173,13 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.webhookMaxPending < 0 {
 		return o, o.flagError("webhook-max-pending", errNegative)
 	}
-	if o.shutdownTimeout < 0 {
-		return o, o.flagError("shutdown-timeout", errNegative)
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout}} {
+		if f.d < 0 {
+			return o, o.flagError(f.flag, errNegative)
+		}
 	}
 	for _, t := range []struct {
 		flag string
@@ -249,7 +260,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())
-	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
+	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg),
+		sqlstore.WithLockTimeout(o.dbLockTimeout), sqlstore.WithIdleInTransactionTimeout(o.dbIdleTxTimeout)}
 	if len(o.webhooks) > 0 {
 		sopts = append(sopts, sqlstore.WithOutbox(), sqlstore.WithOutboxMaxPending(o.webhookMaxPending))
 	}

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/sqlstore"
@@ -28,11 +29,21 @@ func openSQLite(ctx context.Context, path string, opts []sqlstore.Option) (plant
 	return openSQL(ctx, db, sqlstore.SQLite, opts, "SQLite file "+path)
 }
 
+// openPostgres opens the PostgreSQL database at dsn. Unless the URL's
+// default_query_exec_mode says otherwise, statements run in pgx's exec
+// mode, which prepares no named statement: a pooler in transaction mode
+// (PgBouncer's pool_mode = transaction) hands a connection's transactions
+// to different server sessions, where named statements a session does not
+// have, or has already, fail every query.
 func openPostgres(ctx context.Context, dsn string, opts []sqlstore.Option) (plantstore.Storage, func(), error) {
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
+		return nil, nil, fmt.Errorf("open PostgreSQL %s: %w", redactDSN(dsn), err)
 	}
+	if u, err := parseDBURL(dsn); err == nil && !u.Query().Has("default_query_exec_mode") {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)
