@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -20,6 +24,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
+	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/proctest"
 	"github.com/plantstore/plantstore/sqlstore"
 )
@@ -340,5 +345,75 @@ func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// postgresDatabase creates a database of its own on the test server,
+// dropped when the test ends, and returns its URL: PgBouncer passes no
+// search_path, so a test behind it cannot keep to a schema.
+func postgresDatabase(t *testing.T) *url.URL {
+	t.Helper()
+	base := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
+	if base == "" {
+		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "plantstore_cmd_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u
+}
+
+// TestThroughPgBouncer runs the binary on PostgreSQL through PgBouncer in
+// transaction mode with a plain URL, as an operator would write it: it
+// serves concurrent creates and reads. Asked in the URL for pgx's
+// statement cache, which such a pooler breaks, it refuses to start,
+// saying what to change, rather than answer error 500 to every request.
+func TestThroughPgBouncer(t *testing.T) {
+	u := postgresDatabase(t)
+	u.Host = pgtest.PgBouncer(t, u.Host)
+	env := map[string]string{"PLANTSTORE_TOKENS": procToken}
+	base, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn"}, env)
+	var wg sync.WaitGroup
+	for id := range 64 {
+		wg.Go(func() {
+			if status, body := post(t, base, procToken, fmt.Sprintf(`{"id":%d,"name":"p"}`, id)); status != 200 {
+				t.Errorf("create %d through PgBouncer = %d %s, want 200", id, status, body)
+			}
+		})
+	}
+	wg.Wait()
+	if status, body := get(t, base, "/plants?limit=1000"); status != 200 || strings.Count(string(body), `"id"`) != 64 {
+		t.Errorf("list through PgBouncer = %d %s, want the 64 plants", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_statement")
+	u.RawQuery = q.Encode()
+	var stderr lockedBuffer
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", u.String()}, func(k string) string { return env[k] }, io.Discard, &stderr)
+	if !errors.Is(err, sqlstore.ErrStatementsLost) {
+		t.Errorf("run with named prepared statements through PgBouncer = %v, want ErrStatementsLost", err)
+	}
+	if !strings.Contains(stderr.String(), "default_query_exec_mode=exec") {
+		t.Errorf("the log does not say how to fix it:\n%s", stderr.String())
 	}
 }
