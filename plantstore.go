@@ -81,11 +81,12 @@ type ListOptions struct {
 type PlantStore struct {
 	storage  Storage
 	onCreate []func(Plant)
-	// writeFailed reports whether the latest Create or Delete the storage
-	// failed, as opposed to succeeded; see Ready.
-	writeFailed atomic.Bool
+	// failingSince is when writes started failing, in Unix nanoseconds,
+	// while the latest Create or Delete the storage failed, as opposed to
+	// succeeded, and zero otherwise; see Ready.
+	failingSince atomic.Int64
 	// writeFailures counts the failed writes, so that a probe that
-	// succeeds while another write fails does not clear writeFailed.
+	// succeeds while another write fails does not clear failingSince.
 	writeFailures atomic.Uint64
 }
 

@@ -3,6 +3,7 @@ package plantstore
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // A WriteProber is a [Storage] that can check that it can commit a write
@@ -30,7 +31,7 @@ type WriteProber interface {
 // lost in flight) when ps cannot serve writes; the context's error when
 // ctx ends first.
 func (ps *PlantStore) Ready(ctx context.Context) error {
-	if !ps.writeFailed.Load() {
+	if ps.failingSince.Load() == 0 {
 		return ps.Ping(ctx)
 	}
 	wp, ok := ps.storage.(WriteProber)
@@ -43,7 +44,7 @@ func (ps *PlantStore) Ready(ctx context.Context) error {
 	}
 	// A write that failed while the probe ran outranks the probe.
 	if ps.writeFailures.Load() == failures {
-		ps.writeFailed.Store(false)
+		ps.failingSince.Store(0)
 	}
 	return nil
 }
@@ -52,11 +53,22 @@ func (ps *PlantStore) Ready(ctx context.Context) error {
 // the storage failed for want of it (an error wrapping [ErrUnavailable] or
 // [ErrOutcomeUnknown]) and no write or [PlantStore.Ready] has succeeded
 // since. A cached answer of Ready holds only while this stays the same.
-func (ps *PlantStore) WritesFailing() bool { return ps.writeFailed.Load() }
+func (ps *PlantStore) WritesFailing() bool { return ps.failingSince.Load() != 0 }
+
+// WritesFailingSince returns when writes started failing, while
+// [PlantStore.WritesFailing] reports true, and the zero Time otherwise:
+// how long the storage has been failing tells a client how long to wait
+// before it tries again.
+func (ps *PlantStore) WritesFailingSince() time.Time {
+	if ns := ps.failingSince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
 
 // noteWrite records the outcome of a Create or Delete for Ready. It writes
-// the shared flag only when it changes, so that concurrent writes that all
-// succeed do not contend for it.
+// the shared state only when it changes, so that concurrent writes that
+// all succeed do not contend for it.
 func (ps *PlantStore) noteWrite(err error) {
 	failed := err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown))
 	if err != nil && !failed {
@@ -66,8 +78,12 @@ func (ps *PlantStore) noteWrite(err error) {
 	}
 	if failed {
 		ps.writeFailures.Add(1)
+		if ps.failingSince.Load() == 0 {
+			ps.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		return
 	}
-	if ps.writeFailed.Load() != failed {
-		ps.writeFailed.Store(failed)
+	if ps.failingSince.Load() != 0 {
+		ps.failingSince.Store(0)
 	}
 }

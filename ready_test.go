@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/memstore"
@@ -117,5 +118,41 @@ func TestReadyAfterDelete(t *testing.T) {
 	}
 	if ps.WritesFailing() {
 		t.Errorf("WritesFailing() after a delete succeeded = true, want false")
+	}
+}
+
+// TestWritesFailingSince checks that the time writes started failing is
+// kept across the failures that follow, and cleared by a write that
+// succeeds, and that answers which say nothing of the storage (a conflict)
+// leave it as it is.
+func TestWritesFailingSince(t *testing.T) {
+	ctx := context.Background()
+	s := &writeFailing{Store: memstore.New()}
+	ps := plantstore.New(s)
+	if got := ps.WritesFailingSince(); !got.IsZero() {
+		t.Fatalf("WritesFailingSince() before any write = %v, want the zero Time", got)
+	}
+	s.err = fmt.Errorf("down: %w", plantstore.ErrUnavailable)
+	before := time.Now()
+	ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"})
+	since := ps.WritesFailingSince()
+	if since.Before(before) || since.After(time.Now()) {
+		t.Fatalf("WritesFailingSince() after a failed write = %v, want between %v and now", since, before)
+	}
+	ps.Create(ctx, plantstore.NewPlant{ID: 2, Name: "b"})
+	if got := ps.WritesFailingSince(); !got.Equal(since) {
+		t.Errorf("WritesFailingSince() after a second failure = %v, want the first's %v", got, since)
+	}
+	s.err = plantstore.ErrConflict
+	ps.Create(ctx, plantstore.NewPlant{ID: 3, Name: "c"})
+	if got := ps.WritesFailingSince(); !got.Equal(since) {
+		t.Errorf("WritesFailingSince() after a conflict = %v, want %v still", got, since)
+	}
+	s.err = nil
+	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 4, Name: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.WritesFailingSince(); !got.IsZero() || ps.WritesFailing() {
+		t.Errorf("WritesFailingSince() after a write succeeded = %v (failing %v), want the zero Time", got, ps.WritesFailing())
 	}
 }

@@ -61,7 +61,7 @@ func FuzzNextLink(f *testing.F) {
 	})
 }
 
-// TestWait checks how a 503's Retry-After lengthens a wait.
+// TestWait checks how a 503's Retry-After sets a wait.
 func TestWait(t *testing.T) {
 	unavailable := func(retryAfter string) error {
 		h := http.Header{}
@@ -76,13 +76,16 @@ func TestWait(t *testing.T) {
 		drawn    int64 // what the jitter draws
 		err      error
 		want     time.Duration
+		reason   string
 	}{
 		{name: "drawn", maxDelay: time.Minute, drawn: int64(time.Second), err: unavailable(""), want: time.Second},
-		{name: "retry-after longer", maxDelay: time.Minute, drawn: 5, err: unavailable("3"), want: 3 * time.Second},
-		{name: "retry-after shorter", maxDelay: time.Minute, drawn: int64(5 * time.Second), err: unavailable("3"),
-			want: 5 * time.Second},
-		{name: "retry-after capped", maxDelay: 2 * time.Second, drawn: 5, err: unavailable("3"), want: 2 * time.Second},
-		{name: "retry-after, no cap", drawn: 5, err: unavailable("120"), want: 2 * time.Minute},
+		{name: "retry-after", maxDelay: time.Minute, drawn: 5, err: unavailable("3"), want: 3*time.Second + 5,
+			reason: "the server's wait, and a random part"},
+		{name: "retry-after not capped", maxDelay: 2 * time.Second, drawn: int64(time.Second), err: unavailable("3"),
+			want: 4 * time.Second, reason: "MaxDelay bounds the client's own backoff, not the server's Retry-After"},
+		{name: "retry-after, no cap", drawn: 0, err: unavailable("120"), want: 2 * time.Minute},
+		{name: "retry-after bounded", drawn: 0, err: unavailable("86400"), want: time.Hour,
+			reason: "a server asking for a day gets an hour"},
 		{name: "retry-after as a date ignored", maxDelay: time.Minute, drawn: 5,
 			err: unavailable("Wed, 21 Oct 2015 07:28:00 GMT"), want: 5},
 		{name: "retry-after on another error ignored", maxDelay: time.Minute, drawn: 5,
@@ -95,8 +98,22 @@ func TestWait(t *testing.T) {
 				jitter: func(int64) int64 { return tt.drawn },
 			}
 			if diff := cmp.Diff(tt.want, c.wait(1, tt.err)); diff != "" {
-				t.Errorf("wait mismatch (-want +got):\n%s", diff)
+				t.Errorf("wait mismatch (-want +got) %s:\n%s", tt.reason, diff)
 			}
 		})
+	}
+}
+
+// TestRetryAfterJitter checks that the random part of a Retry-After wait
+// is drawn up to half the wait.
+func TestRetryAfterJitter(t *testing.T) {
+	var bound int64
+	c := &Client{jitter: func(n int64) int64 { bound = n; return n - 1 }}
+	err := &Error{StatusCode: 503, Code: 503, header: http.Header{"Retry-After": {"4"}}}
+	if got, want := c.wait(1, err), 6*time.Second; got != want {
+		t.Errorf("wait with the largest draw = %v, want %v", got, want)
+	}
+	if want := int64(2*time.Second) + 1; bound != want {
+		t.Errorf("jitter drawn below %d, want %d", bound, want)
 	}
 }

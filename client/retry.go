@@ -27,11 +27,17 @@ type RetryPolicy struct {
 	// BaseDelay bounds the wait before the first retry; the bound doubles
 	// with each further retry, up to MaxDelay. Each wait is drawn
 	// uniformly between zero and the bound ("full jitter"), so that
-	// clients that failed together do not retry together. A 503 answer's
-	// Retry-After, in seconds, lengthens the wait up to MaxDelay.
+	// clients that failed together do not retry together.
+	//
+	// An error 503 that carries Retry-After (in seconds, up to an hour)
+	// is waited for instead: at least that long, and up to half as long
+	// again, drawn at random, so that the clients the server sent it to
+	// do not all come back in the same second. When the call's context
+	// would end before the wait does, the call returns the 503 at once.
 	BaseDelay time.Duration
 
-	// MaxDelay caps the bound on each wait. Zero means no cap.
+	// MaxDelay caps the bound on each wait the client draws by itself,
+	// not a server's Retry-After. Zero means no cap.
 	MaxDelay time.Duration
 
 	// RetryUnknownOutcome lets the client repeat a create or delete whose
@@ -113,7 +119,12 @@ func (c *Client) do(ctx context.Context, cl *call) (*response, error) {
 			}
 			return nil, err
 		}
-		if werr := sleep(ctx, c.wait(n, err)); werr != nil {
+		d := c.wait(n, err)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d && retryAfter(err) > 0 {
+			// The server asked for a wait the caller cannot afford.
+			return nil, err
+		}
+		if werr := sleep(ctx, d); werr != nil {
 			if unknown != nil {
 				return nil, &outcomeError{unknown: unknown, last: werr, attempts: n}
 			}
@@ -123,22 +134,22 @@ func (c *Client) do(ctx context.Context, cl *call) (*response, error) {
 }
 
 // wait returns how long to wait after n attempts, the last of which
-// failed with err: a random duration up to the policy's bound, or longer
-// when an error 503 asked for it (but never over MaxDelay).
+// failed with err: a random duration up to the policy's bound or, when an
+// error 503 carried Retry-After, that long and up to half as long again.
 func (c *Client) wait(n int, err error) time.Duration {
+	if ra := retryAfter(err); ra > 0 {
+		return ra + time.Duration(c.jitter(int64(ra/2)+1))
+	}
 	b := int64(c.retry.bound(n))
 	if b < 1<<63-1 {
 		b++ // the bound itself may be drawn
 	}
-	d := time.Duration(c.jitter(b))
-	if ra := retryAfter(err); ra > d {
-		d = ra
-		if c.retry.MaxDelay != 0 && d > c.retry.MaxDelay {
-			d = c.retry.MaxDelay
-		}
-	}
-	return d
+	return time.Duration(c.jitter(b))
 }
+
+// maxRetryAfter bounds the Retry-After a client waits for, against a
+// server that asks for days.
+const maxRetryAfter = time.Hour
 
 // retryAfter returns how long an error 503 asked the client to wait with
 // its Retry-After header, in seconds, or zero.
@@ -151,7 +162,7 @@ func retryAfter(err error) time.Duration {
 	if err != nil || s <= 0 {
 		return 0
 	}
-	return time.Duration(min(s, 24*60*60)) * time.Second
+	return min(time.Duration(s)*time.Second, maxRetryAfter)
 }
 
 // sleep waits for d or until ctx is done, and then returns ctx's error.

@@ -127,7 +127,12 @@ func TestRetryUnavailable(t *testing.T) {
 				for range tt.failures {
 					s.creates = append(s.creates, step{err: errUnavailable})
 				}
-				srv, requests := serve(t, newHandler(s, mode.opts...))
+				// A 503 without Retry-After, as a proxy in front may send,
+				// leaves the wait to the policy.
+				h := newHandler(s, mode.opts...)
+				srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					h.ServeHTTP(withoutRetryAfter{w}, r)
+				}))
 				var w waits
 				c := newClient(t, srv.URL, client.WithRetry(tt.policy), client.WithJitter(w.jitter))
 
@@ -155,6 +160,51 @@ func TestRetryUnavailable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// withoutRetryAfter drops the Retry-After header of the answers it writes.
+type withoutRetryAfter struct{ http.ResponseWriter }
+
+func (w withoutRetryAfter) WriteHeader(code int) {
+	w.Header().Del("Retry-After")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w withoutRetryAfter) Write(b []byte) (int, error) {
+	w.Header().Del("Retry-After")
+	return w.ResponseWriter.Write(b)
+}
+
+// TestRetryAfterHonoured checks that a client waits at least the
+// Retry-After of the server's 503, and gives up at once, with the 503,
+// when its context would end first.
+func TestRetryAfterHonoured(t *testing.T) {
+	s := &scripted{Store: memstore.New(), creates: []step{{err: errUnavailable}}}
+	srv, requests := serve(t, newHandler(s))
+	var w waits
+	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
+		client.WithJitter(w.jitter))
+	start := time.Now()
+	if _, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "Monstera"}); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("Create after a 503 with Retry-After: 1 took %v, want at least 1s", took)
+	}
+	if diff := cmp.Diff([]time.Duration{500 * time.Millisecond}, w.bounds); diff != "" {
+		t.Errorf("jitter bounds mismatch (-want +got):\n%s", diff)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+
+	s.creates = []step{{err: errUnavailable}}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err := c.Create(ctx, plantstore.NewPlant{ID: 2, Name: "Fern"})
+	if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 503 || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Create with less time left than Retry-After = %v, want the 503 at once, not a wait that outlived the context", err)
 	}
 }
 

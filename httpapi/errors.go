@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -135,12 +136,49 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg string, c
 	return ae.code, ae.msg, nil
 }
 
-// writeError answers r with the wire Error for err.
+// maxRetryAfter bounds the Retry-After of an error 503, in seconds.
+const maxRetryAfter = 30
+
+// retryAfterValues holds the Retry-After header's values, 1 to
+// maxRetryAfter seconds, made once.
+var retryAfterValues = func() (v [maxRetryAfter + 1][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+// retryAfter returns the Retry-After of an error 503; see
+// retryAfterSeconds.
+func (h *handler) retryAfter() []string {
+	var failing time.Duration
+	if since := h.ps.WritesFailingSince(); !since.IsZero() {
+		failing = time.Since(since)
+	}
+	return retryAfterValues[retryAfterSeconds(failing)]
+}
+
+// retryAfterSeconds returns the Retry-After of an error 503 after the
+// storage's writes have been failing for failing (0 when they are not: the
+// 503 came from a read, or from authentication): half that time, rounded
+// up, from 1 to maxRetryAfter seconds. A storage down for a moment is
+// tried again soon; one that has been down a while (a failover, a restart)
+// is likely to stay down a while more, and clients that all came back at
+// once would only add to its load when it does.
+func retryAfterSeconds(failing time.Duration) int {
+	return min(max(int((failing+2*time.Second-1)/(2*time.Second)), 1), maxRetryAfter)
+}
+
+// writeError answers r with the wire Error for err. An error 503 carries
+// Retry-After (see retryAfter).
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, challenge := h.wireError(r, err)
 	hdr := w.Header()
 	if challenge != nil {
 		hdr["Www-Authenticate"] = challenge
+	}
+	if code == http.StatusServiceUnavailable {
+		hdr["Retry-After"] = h.retryAfter()
 	}
 	if code == http.StatusRequestEntityTooLarge {
 		// The rest of the body is not read; do not leave it on the

@@ -458,7 +458,17 @@ func TestStorageFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, &faultyStorage{Store: memstore.New(), err: tt.err})
-			we := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, tt.wantCode)
+			r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`)
+			we := r.wantError(t, 400, tt.wantCode)
+			// Every 503 says when to come back; the writes have just
+			// begun failing.
+			wantRetryAfter := ""
+			if tt.wantCode == 503 {
+				wantRetryAfter = "1"
+			}
+			if got := r.header.Get("Retry-After"); got != wantRetryAfter {
+				t.Errorf("Retry-After = %q, want %q", got, wantRetryAfter)
+			}
 			if strings.Contains(we.Message, "hunter2") || strings.Contains(we.Message, "exploded") {
 				t.Errorf("message %q leaks the cause", we.Message)
 			}
@@ -482,7 +492,11 @@ func TestHealth(t *testing.T) {
 		}
 	}
 	down := newEnv(t, &faultyStorage{Store: memstore.New(), err: plantstore.ErrUnavailable})
-	down.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
+	r := down.do("GET", "/readyz", noToken, ``)
+	r.wantError(t, 400, 503)
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("GET /readyz with storage down: Retry-After = %q, want 1", got)
+	}
 	if r := down.do("GET", "/healthz", noToken, ``); r.status != 200 {
 		t.Errorf("healthz with storage down = %d, want 200: the process is alive", r.status)
 	}
