@@ -275,7 +275,9 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect, ms []migration) error {
 	defer conn.Close()
 	begin := []string{"BEGIN IMMEDIATE"}
 	if d == Postgres {
-		begin = []string{"BEGIN", fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrateLockKey)}
+		// Another Open's migration is waited for however long it takes,
+		// within ctx, whatever lock_timeout the session has.
+		begin = []string{"BEGIN", "SET LOCAL lock_timeout = 0", fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrateLockKey)}
 	}
 	for _, stmt := range begin {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {

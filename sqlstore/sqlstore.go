@@ -110,33 +110,30 @@ type config struct {
 	registerer prometheus.Registerer
 }
 
-// DefaultLockTimeout and DefaultIdleInTransactionTimeout are what
-// [WithLockTimeout] and [WithIdleInTransactionTimeout] set unless told
-// otherwise.
-const (
-	DefaultLockTimeout              = 2 * time.Second
-	DefaultIdleInTransactionTimeout = 5 * time.Second
-)
-
-// WithLockTimeout makes every transaction of the Store on PostgreSQL give
-// up waiting for a row lock after d (lock_timeout), with an error wrapping
-// [plantstore.ErrUnavailable]: a Create of an id that another process's
-// transaction is inserting waits for that transaction only this long.
-// A d of zero or less sets no bound. It is set within each transaction
-// (SET LOCAL), so that it holds through a connection pooler in
-// transaction mode. SQLite waits for its file lock by the DSN's busy
-// timeout instead.
+// WithLockTimeout makes every write transaction of the Store on
+// PostgreSQL give up waiting for a row lock after d (lock_timeout), with
+// an error wrapping [plantstore.ErrUnavailable]: a Create of an id that
+// another process's transaction is inserting waits for that transaction
+// only this long. It is set within each transaction (SET LOCAL), at a
+// round trip each, so that it holds through a connection pooler in
+// transaction mode, which keeps no session settings and refuses them at
+// connect time. Where the connection is the session's own, setting
+// lock_timeout when connecting (pgx: a lock_timeout parameter in the URL)
+// costs nothing per transaction, and this option is not needed. A d of
+// zero or less, the default, sets nothing. SQLite waits for its file lock
+// by the DSN's busy timeout instead.
 func WithLockTimeout(d time.Duration) Option {
 	return func(c *config) { c.lockWait = max(d, 0) }
 }
 
 // WithIdleInTransactionTimeout makes PostgreSQL end the session of any
-// transaction of the Store that sits idle, between two statements, for
-// longer than d (idle_in_transaction_session_timeout): a process that is
-// stopped or frozen mid-transaction, never to send its next statement in
-// time, is cut off by the server, and the row locks it held are released
-// to the other processes. Its transaction rolls back. A d of zero or less
-// sets no bound. Like [WithLockTimeout] it is set within each transaction.
+// write transaction of the Store that sits idle, between two statements,
+// for longer than d (idle_in_transaction_session_timeout): a process that
+// is stopped or frozen mid-transaction, never to send its next statement
+// in time, is cut off by the server, and the row locks it held are
+// released to the other processes. Its transaction rolls back. Like
+// [WithLockTimeout], it is set within each transaction, for poolers; a d
+// of zero or less, the default, sets nothing.
 func WithIdleInTransactionTimeout(d time.Duration) Option {
 	return func(c *config) { c.idleInTx = max(d, 0) }
 }
@@ -241,10 +238,9 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		return nil, fmt.Errorf("sqlstore: unknown dialect %v", dialect)
 	}
 	s := &Store{
-		db:      db,
-		dialect: dialect,
-		cfg: config{group: true, timeout: DefaultTimeout,
-			lockWait: DefaultLockTimeout, idleInTx: DefaultIdleInTransactionTimeout},
+		db:          db,
+		dialect:     dialect,
+		cfg:         config{group: true, timeout: DefaultTimeout},
 		q:           newQueries(dialect),
 		probeID:     newProbeID(),
 		reqs:        make(chan *createReq),

@@ -66,7 +66,7 @@ type options struct {
 	// dbTimeout bounds how long a request waits for the database.
 	dbTimeout time.Duration
 	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
-	// idle_in_transaction_session_timeout for every write transaction.
+	// idle_in_transaction_session_timeout for every session.
 	dbLockTimeout   time.Duration
 	dbIdleTxTimeout time.Duration
 	// readyTimeout bounds how long GET /readyz waits for its check.
@@ -128,8 +128,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
-	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", sqlstore.DefaultLockTimeout, "PostgreSQL: how long a write waits for a row another transaction holds (lock_timeout) before it is answered error 503; 0: no bound")
-	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", sqlstore.DefaultIdleInTransactionTimeout, "PostgreSQL: end the session of a write transaction idle this long between statements (idle_in_transaction_session_timeout), as when its process is stopped, releasing its locks; 0: no bound")
+	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", 2*time.Second, "PostgreSQL: how long a statement waits for a lock another transaction holds (lock_timeout) before its request is answered error 503; 0: no bound")
+	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", 5*time.Second, "PostgreSQL: have the server end a session idle this long inside a transaction (idle_in_transaction_session_timeout), as when this process is stopped mid-transaction, releasing its locks; 0: no bound")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", httpapi.DefaultReadyTimeout, "how long GET /readyz waits for its check of the storage before it answers error 503")
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
@@ -260,12 +260,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())
-	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg),
-		sqlstore.WithLockTimeout(o.dbLockTimeout), sqlstore.WithIdleInTransactionTimeout(o.dbIdleTxTimeout)}
+	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
 	if len(o.webhooks) > 0 {
 		sopts = append(sopts, sqlstore.WithOutbox(), sqlstore.WithOutboxMaxPending(o.webhookMaxPending))
 	}
-	storage, closeStorage, err := openStorage(ctx, o.db, sopts...)
+	storage, closeStorage, err := openStorage(ctx, o, logger, sopts...)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -386,9 +387,14 @@ func postgresDatabase(t *testing.T) *url.URL {
 // saying what to change, rather than answer error 500 to every request.
 func TestThroughPgBouncer(t *testing.T) {
 	u := postgresDatabase(t)
+	direct := *u
 	u.Host = pgtest.PgBouncer(t, u.Host)
 	env := map[string]string{"PLANTSTORE_TOKENS": procToken}
-	base, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn"}, env)
+	base, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "info", "-db-lock-timeout", "100ms"}, env)
+	waitUntil(t, 10*time.Second, "the log to say that the session settings are made per transaction", func() bool {
+		return logged(stderr.String(), "the database connection refuses session settings at connect time, as PgBouncer does: lock_timeout and idle_in_transaction_session_timeout are set in every write transaction instead") == 1
+	})
+	checkLockTimeout(t, base, direct.String(), stderr)
 	var wg sync.WaitGroup
 	for id := range 64 {
 		wg.Go(func() {
@@ -408,12 +414,50 @@ func TestThroughPgBouncer(t *testing.T) {
 	q := u.Query()
 	q.Set("default_query_exec_mode", "cache_statement")
 	u.RawQuery = q.Encode()
-	var stderr lockedBuffer
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", u.String()}, func(k string) string { return env[k] }, io.Discard, &stderr)
+	var failed lockedBuffer
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", u.String()}, func(k string) string { return env[k] }, io.Discard, &failed)
 	if !errors.Is(err, sqlstore.ErrStatementsLost) {
 		t.Errorf("run with named prepared statements through PgBouncer = %v, want ErrStatementsLost", err)
 	}
-	if !strings.Contains(stderr.String(), "default_query_exec_mode=exec") {
-		t.Errorf("the log does not say how to fix it:\n%s", stderr.String())
+	if !strings.Contains(failed.String(), "default_query_exec_mode=exec") {
+		t.Errorf("the log does not say how to fix it:\n%s", failed.String())
 	}
+}
+
+// TestLockTimeout holds a row lock on the id a create wants, from another
+// session, as a process stopped mid-transaction would: the binary's
+// create gives up after -db-lock-timeout, well before -db-timeout, with
+// error 503 and PostgreSQL's lock timeout in the log.
+func TestLockTimeout(t *testing.T) {
+	u := postgresDatabase(t)
+	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn", "-db-lock-timeout", "100ms"},
+		map[string]string{"PLANTSTORE_TOKENS": procToken})
+	checkLockTimeout(t, base, u.String(), stderr)
+}
+
+// checkLockTimeout has another session insert plant 1000 and keep its
+// transaction open, and checks that a create of 1000 on the server at base
+// is answered error 503 for PostgreSQL's lock timeout (55P03), not for
+// running out of -db-timeout, and that it stored nothing.
+func checkLockTimeout(t *testing.T, base, dsn string, stderr *lockedBuffer) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	held, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.Exec(`INSERT INTO plants (id, name) VALUES (1000, 'held')`); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := post(t, base, procToken, `{"id":1000,"name":"p"}`); status != 400 || errorCode([]byte(body)) != 503 {
+		t.Errorf("create of an id another transaction holds = %d %s, want error 503", status, body)
+	}
+	waitUntil(t, 10*time.Second, "the log to show PostgreSQL's lock timeout (55P03)", func() bool {
+		return strings.Contains(stderr.String(), "55P03")
+	})
 }

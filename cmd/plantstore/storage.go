@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/plantstore/plantstore"
@@ -43,14 +44,14 @@ func parseDB(db string) (storageKind, string, error) {
 
 // openStorage opens the storage -db names, which parseFlags has checked.
 // opts configure durable storage.
-func openStorage(ctx context.Context, db string, opts ...sqlstore.Option) (plantstore.Storage, func(), error) {
-	kind, where, err := parseDB(db)
+func openStorage(ctx context.Context, o *options, logger *slog.Logger, opts ...sqlstore.Option) (plantstore.Storage, func(), error) {
+	kind, where, err := parseDB(o.db)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch kind {
 	case postgresStorage:
-		return openPostgres(ctx, where, opts)
+		return openPostgres(ctx, where, o.dbLockTimeout, o.dbIdleTxTimeout, logger, opts)
 	case sqliteStorage:
 		return openSQLite(ctx, where, opts)
 	}
