@@ -29,6 +29,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // A Client calls one plantstore server. It is safe for concurrent use.
@@ -106,7 +108,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		return nil, errors.New("client: WithHTTPClient(nil)")
 	}
-	if c.token != "" && !isB64Token(c.token) {
+	if c.token != "" && !wire.IsB64Token(c.token) {
 		return nil, errors.New("client: invalid token: it must be an RFC 6750 b64token (letters, digits, -._~+/, then any =)")
 	}
 	if err := c.retry.check(); err != nil {
@@ -115,26 +117,4 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c.plantsURL = u.JoinPath("plants").String()
 	c.readyzURL = u.JoinPath("readyz").String()
 	return c, nil
-}
-
-// isB64Token reports whether s matches RFC 6750's b64token:
-// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-func isB64Token(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
-			break
-		}
-	}
-	if i == 0 {
-		return false
-	}
-	for ; i < len(s); i++ {
-		if s[i] != '=' {
-			return false
-		}
-	}
-	return true
 }

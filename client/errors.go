@@ -6,9 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // An Error is a failure the server answered: its Error body, or, for a
@@ -52,25 +52,20 @@ func (e *Error) Error() string {
 // Unwrap returns the library's error e stands for, or nil.
 func (e *Error) Unwrap() error { return e.err }
 
-// routeNotFound is the message of the server's error 404 for a path it
-// does not serve, told apart from a missing plant's so that a wrong base
-// URL is not taken for a missing plant.
-const routeNotFound = "no such resource"
-
 // responseError reads a failed response to cl: the code from its Error
 // body when it has one, else from its status.
 func responseError(cl *call, status int, header http.Header, body []byte) *Error {
 	e := &Error{StatusCode: status, Code: status, Message: http.StatusText(status), header: header}
-	var wire struct {
+	var answer struct {
 		Error   *int32  `json:"error"`
 		Message *string `json:"message"`
 	}
-	fromServer := json.Unmarshal(body, &wire) == nil && wire.Error != nil
+	fromServer := json.Unmarshal(body, &answer) == nil && answer.Error != nil
 	if fromServer {
-		e.Code = int(*wire.Error)
+		e.Code = int(*answer.Error)
 		e.Message = ""
-		if wire.Message != nil {
-			e.Message = *wire.Message
+		if answer.Message != nil {
+			e.Message = *answer.Message
 		}
 	}
 	switch e.Code {
@@ -81,7 +76,7 @@ func responseError(cl *call, status int, header http.Header, body []byte) *Error
 			}
 		}
 	case http.StatusNotFound:
-		if fromServer && cl.plant && e.Message != routeNotFound {
+		if fromServer && cl.plant && e.Message != wire.NoSuchResource {
 			e.err = plantstore.ErrNotFound
 		}
 	case http.StatusConflict:
@@ -115,14 +110,12 @@ func (e *Error) failure(cl *call) failure {
 	return final
 }
 
-// validationError parses a message "invalid <field>: <reason>" about one of
-// the fields the library validates, or returns nil.
+// validationError returns the field and reason of error 400's message
+// about one of the fields the library validates, or nil. The Error shape
+// holds only a code and a message, so the field is read from the message,
+// by the package that writes it on the server (wire.Invalid).
 func validationError(msg string) *plantstore.ValidationError {
-	rest, ok := strings.CutPrefix(msg, "invalid ")
-	if !ok {
-		return nil
-	}
-	field, reason, ok := strings.Cut(rest, ": ")
+	field, reason, ok := wire.ParseInvalid(msg)
 	if !ok {
 		return nil
 	}

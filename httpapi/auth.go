@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // An Authenticator decides whether a request may use the API.
@@ -84,7 +86,7 @@ const tokenRule = `a bearer token is 1 or more of A-Z a-z 0-9 - . _ ~ + / follow
 // before passing them to [Tokens] or [WithTokens], which panic on such a
 // token.
 func CheckToken(token string) error {
-	if !isB64Token(token) {
+	if !wire.IsB64Token(token) {
 		return fmt.Errorf("%w: %s", ErrTokenSyntax, tokenRule)
 	}
 	return nil
@@ -150,34 +152,10 @@ func bearerToken(h http.Header) (token string, err *apiError) {
 	}
 	token = v[len(scheme):]
 	token = strings.TrimLeft(token, " ")
-	if !isB64Token(token) {
+	if !wire.IsB64Token(token) {
 		return "", errMalformedAuth
 	}
 	return token, nil
-}
-
-// isB64Token reports whether s matches RFC 6750's b64token:
-// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-func isB64Token(s string) bool {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
-			i++
-			continue
-		}
-		break
-	}
-	if i == 0 {
-		return false
-	}
-	for ; i < len(s); i++ {
-		if s[i] != '=' {
-			return false
-		}
-	}
-	return true
 }
 
 // asciiEqualFold reports whether a and b are equal under ASCII case folding;

@@ -21,6 +21,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/memstore"
+	"github.com/plantstore/plantstore/promstats"
 )
 
 // The benchmarks below drive one handler in process, the way a server
@@ -207,10 +208,10 @@ func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (log=on) an access log formatted as JSON and thrown away, in stores that
 // start over every 4096 plants or, to show what a larger live heap costs
 // the harness's garbage collection, every 65536. The metrics=on cases add
-// [httpapi.WithMetrics], its registry never gathered.
+// the hooks of package promstats, its registry never gathered.
 func BenchmarkCreate(b *testing.B) {
 	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
-	metrics := []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}
+	metrics := []httpapi.Option{promHooks(b)}
 	for _, tt := range []struct {
 		name     string
 		size     int
@@ -268,8 +269,8 @@ func BenchmarkError(b *testing.B) {
 	}
 }
 
-// BenchmarkMetrics times what WithMetrics adds to a request, on its own and
-// beside an access log, around the cheapest route, GET /healthz, answered
+// BenchmarkMetrics times what the hooks of package promstats add to a
+// request, on its own and beside an access log, around the cheapest route, GET /healthz, answered
 // into a writer that throws it away.
 func BenchmarkMetrics(b *testing.B) {
 	req := httptest.NewRequest("GET", "/healthz", nil)
@@ -280,9 +281,9 @@ func BenchmarkMetrics(b *testing.B) {
 		opts []httpapi.Option
 	}{
 		{"log=off/metrics=off", nil},
-		{"log=off/metrics=on", []httpapi.Option{httpapi.WithMetrics(prometheus.NewRegistry())}},
+		{"log=off/metrics=on", []httpapi.Option{promHooks(b)}},
 		{"log=on/metrics=off", []httpapi.Option{accessLog}},
-		{"log=on/metrics=on", []httpapi.Option{accessLog, httpapi.WithMetrics(prometheus.NewRegistry())}},
+		{"log=on/metrics=on", []httpapi.Option{accessLog, promHooks(b)}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			h := httpapi.New(plantstore.New(memstore.New()),
@@ -354,4 +355,14 @@ func BenchmarkList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// promHooks returns the option that gives a handler the Prometheus hooks
+// of package promstats, over a registry of its own.
+func promHooks(b *testing.B) httpapi.Option {
+	h, err := promstats.HTTP(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return httpapi.WithHooks(h)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // An apiError is a failure the handler itself detects, already in the
@@ -30,40 +31,40 @@ const realm = `Bearer realm="plantstore"`
 // errUnknownToken), which rejection turns into errCallerForbidden,
 // errMissingToken and errInvalidToken.
 var (
-	errMissingToken = &apiError{code: http.StatusUnauthorized,
+	errMissingToken = &apiError{code: wire.CodeUnauthorized,
 		msg:       "missing bearer token: send Authorization: Bearer <token>",
 		challenge: []string{realm}}
-	errMalformedAuth = &apiError{code: http.StatusUnauthorized,
+	errMalformedAuth = &apiError{code: wire.CodeUnauthorized,
 		msg:       "malformed Authorization header: want Bearer <token>",
 		challenge: []string{realm + `, error="invalid_request", error_description="malformed Authorization header"`}}
-	errInvalidToken = &apiError{code: http.StatusUnauthorized,
+	errInvalidToken = &apiError{code: wire.CodeUnauthorized,
 		msg:       "invalid bearer token",
 		challenge: []string{realm + `, error="invalid_token", error_description="the access token is not valid"`}}
-	errNoAuthenticator = &apiError{code: http.StatusUnauthorized,
+	errNoAuthenticator = &apiError{code: wire.CodeUnauthorized,
 		msg:       "no token is accepted: the server was built without an authenticator",
 		challenge: []string{realm + `, error="invalid_token", error_description="no token is accepted"`}}
-	errCallerForbidden = &apiError{code: http.StatusForbidden,
+	errCallerForbidden = &apiError{code: wire.CodeForbidden,
 		msg: "forbidden: these credentials may not use this resource"}
-	errAuthUnavailable = &apiError{code: http.StatusServiceUnavailable,
+	errAuthUnavailable = &apiError{code: wire.CodeUnavailable,
 		msg: "authentication unavailable, try again later"}
-	errContentType = &apiError{code: http.StatusUnsupportedMediaType,
+	errContentType = &apiError{code: wire.CodeUnsupportedMedia,
 		msg: "Content-Type must be application/json"}
-	errContentEncoding = &apiError{code: http.StatusUnsupportedMediaType,
+	errContentEncoding = &apiError{code: wire.CodeUnsupportedMedia,
 		msg: "Content-Encoding is not supported: send the body uncompressed"}
-	errNotFoundPath   = &apiError{code: http.StatusNotFound, msg: "no such resource"}
-	errMethod         = &apiError{code: http.StatusMethodNotAllowed, msg: "method not allowed for this resource"}
-	errInternal       = &apiError{code: http.StatusInternalServerError, msg: "internal error"}
-	errUnavailable    = &apiError{code: http.StatusServiceUnavailable, msg: "storage unavailable, try again later"}
-	errOutcome        = &apiError{code: http.StatusGatewayTimeout, msg: "the storage did not confirm the outcome: the change may or may not have been kept; read the plant before retrying (a retried create may answer 409)"}
-	errConflict       = &apiError{code: http.StatusConflict, msg: "a plant with this id already exists"}
-	errPlantMissing   = &apiError{code: http.StatusNotFound, msg: "no plant has this id"}
-	errBadID          = &apiError{code: http.StatusBadRequest, msg: "invalid id: must be a 64-bit signed integer in canonical decimal form"}
-	errMalformedQuery = &apiError{code: http.StatusBadRequest, msg: "malformed query string: want name=value pairs joined by & with valid %-escapes"}
-	errReadBody       = &apiError{code: http.StatusBadRequest, msg: "could not read the request body"}
+	errNotFoundPath   = &apiError{code: wire.CodeNotFound, msg: wire.NoSuchResource}
+	errMethod         = &apiError{code: wire.CodeMethodNotAllowed, msg: "method not allowed for this resource"}
+	errInternal       = &apiError{code: wire.CodeInternal, msg: "internal error"}
+	errUnavailable    = &apiError{code: wire.CodeUnavailable, msg: "storage unavailable, try again later"}
+	errOutcome        = &apiError{code: wire.CodeOutcomeUnknown, msg: "the storage did not confirm the outcome: the change may or may not have been kept; read the plant before retrying (a retried create may answer 409)"}
+	errConflict       = &apiError{code: wire.CodeConflict, msg: "a plant with this id already exists"}
+	errPlantMissing   = &apiError{code: wire.CodeNotFound, msg: wire.PlantMissing}
+	errBadID          = &apiError{code: wire.CodeInvalid, msg: wire.Invalid("id", "must be a 64-bit signed integer in canonical decimal form")}
+	errMalformedQuery = &apiError{code: wire.CodeInvalid, msg: "malformed query string: want name=value pairs joined by & with valid %-escapes"}
+	errReadBody       = &apiError{code: wire.CodeInvalid, msg: "could not read the request body"}
 )
 
 func errBodyTooLarge(limit int64) *apiError {
-	return &apiError{code: http.StatusRequestEntityTooLarge,
+	return &apiError{code: wire.CodeTooLarge,
 		msg: "request body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
@@ -102,10 +103,10 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg string, c
 		return ae.code, ae.msg, ae.challenge
 	}
 	if se, ok := errors.AsType[*syntaxError](err); ok {
-		return http.StatusBadRequest, se.Error(), nil
+		return wire.CodeInvalid, se.Error(), nil
 	}
 	if ve, ok := errors.AsType[*plantstore.ValidationError](err); ok {
-		return http.StatusBadRequest, "invalid " + ve.Field + ": " + ve.Reason, nil
+		return wire.CodeInvalid, wire.Invalid(ve.Field, ve.Reason), nil
 	}
 	ae := errInternal
 	switch {
@@ -169,6 +170,11 @@ func retryAfterSeconds(failing time.Duration) int {
 	return min(max(int((failing+2*time.Second-1)/(2*time.Second)), 1), maxRetryAfter)
 }
 
+// ErrorCodes returns every code an Error the handler answers with may
+// hold, ascending: the conventional HTTP status of each failure. A [Hooks]
+// Served reports one of them, or 0.
+func ErrorCodes() []int { return wire.Codes() }
+
 // writeError answers r with the wire Error for err. An error 503 carries
 // Retry-After (see retryAfter).
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -177,10 +183,10 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if challenge != nil {
 		hdr["Www-Authenticate"] = challenge
 	}
-	if code == http.StatusServiceUnavailable {
+	if code == wire.CodeUnavailable {
 		hdr["Retry-After"] = h.retryAfter()
 	}
-	if code == http.StatusRequestEntityTooLarge {
+	if code == wire.CodeTooLarge {
 		// The rest of the body is not read; do not leave it on the
 		// connection for the next request.
 		hdr["Connection"] = closeValue

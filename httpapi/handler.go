@@ -49,6 +49,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/logthrottle"
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 type handler struct {
@@ -63,7 +64,6 @@ type handler struct {
 	// WithBaseURL.
 	document       []byte
 	documentLength []string
-	metrics        *httpMetrics // nil without WithMetrics
 	ready          *readiness
 	// storageLog is the logger of failures that come in bursts while the
 	// storage is down: one line per kind every logSummaryInterval.
@@ -109,13 +109,18 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	})
 	r.PanicHandler = h.recovered
 
-	r.POST("/plants", h.authenticated(h.create))
-	get(r, "/plants", h.authenticated(h.list))
-	get(r, "/plants/:id", h.authenticated(h.plant))
-	r.DELETE("/plants/:id", h.authenticated(h.delete))
-	get(r, "/openapi.json", h.openAPI)
-	get(r, "/healthz", h.healthz)
-	get(r, "/readyz", h.readyz)
+	for _, rt := range api {
+		handle := func(w http.ResponseWriter, req *http.Request, p httprouter.Params) { rt.handle(h, w, req, p) }
+		if rt.token {
+			handle = h.authenticated(handle)
+		}
+		r.Handle(rt.method, rt.pattern, handle)
+		if rt.method == http.MethodGet {
+			// HEAD is served wherever GET is, by the same handle: net/http
+			// drops the body.
+			r.Handle(http.MethodHead, rt.pattern, handle)
+		}
+	}
 	h.routes = r
 	if h.maxHeader > 0 {
 		h.routes = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -129,20 +134,35 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	if h.cors != nil {
 		h.routes = h.cors.handler(h.routes)
 	}
-	if h.registerer != nil {
-		h.metrics = newHTTPMetrics(h.registerer)
-	}
 	return h
 }
 
+// api is the handler's table of routes: the method and path pattern (in
+// httprouter's syntax) of each, its handle, and whether it needs a bearer
+// token. GET routes serve HEAD too. The Routes that [Hooks] report are its
+// patterns.
+var api = [...]struct {
+	method, pattern string
+	handle          func(*handler, http.ResponseWriter, *http.Request, httprouter.Params)
+	token           bool
+}{
+	{http.MethodPost, "/plants", (*handler).create, true},
+	{http.MethodGet, "/plants", (*handler).list, true},
+	{http.MethodGet, "/plants/:id", (*handler).plant, true},
+	{http.MethodDelete, "/plants/:id", (*handler).delete, true},
+	{http.MethodGet, "/openapi.json", (*handler).openAPI, false},
+	{http.MethodGet, "/healthz", (*handler).healthz, false},
+	{http.MethodGet, "/readyz", (*handler).readyz, false},
+}
+
 // ServeHTTP gives r its request id, then routes it, through the access log
-// and the metrics when there are any.
+// and the hooks when there are any.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = withRequestID(w, r)
 	if r.URL.RawPath != "" {
 		r = escapedRoute(r)
 	}
-	if h.accessLog != nil || h.metrics != nil {
+	if h.accessLog != nil || h.hooks.Served != nil {
 		h.serveLogged(w, r)
 		return
 	}
@@ -303,8 +323,8 @@ func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 		}
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > plantstore.MaxListLimit {
-			return opts, &apiError{code: http.StatusBadRequest,
-				msg: "invalid limit: must be an integer from 1 to " + strconv.Itoa(plantstore.MaxListLimit)}
+			return opts, &apiError{code: wire.CodeInvalid,
+				msg: wire.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(plantstore.MaxListLimit))}
 		}
 		opts.Limit = n
 	}
@@ -314,7 +334,7 @@ func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 		}
 		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil {
-			return opts, &apiError{code: http.StatusBadRequest, msg: "invalid after: must be a 64-bit signed integer"}
+			return opts, &apiError{code: wire.CodeInvalid, msg: wire.Invalid("after", "must be a 64-bit signed integer")}
 		}
 		opts.After, opts.HasAfter = n, true
 	}
@@ -323,7 +343,7 @@ func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 
 // errRepeated is the error for a query parameter given more than once.
 func errRepeated(name string) error {
-	return &apiError{code: http.StatusBadRequest, msg: "invalid " + name + ": given more than once"}
+	return &apiError{code: wire.CodeInvalid, msg: wire.Invalid(name, "given more than once")}
 }
 
 // pathID reads the id of /plants/{id}. Only the canonical decimal form of
@@ -483,7 +503,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
 		end := h.logAccess(r, rec, start)
-		h.metrics.observe(r, rec.code, start, end)
+		h.served(r, rec.code, start, end)
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
@@ -491,7 +511,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 }
 
 // logAccess writes the access line of a request that started at start,
-// and returns the time it read as the request's end, which the metrics
+// and returns the time it read as the request's end, which the hooks
 // share, or the zero time when there is no access log.
 func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) time.Time {
 	if h.accessLog == nil {

@@ -2,18 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-
-	"github.com/julienschmidt/httprouter"
 )
-
-// get serves handle for GET and HEAD requests to path. A HEAD request is
-// handled, and authenticated, exactly as the GET would be: net/http's
-// server drops the body the handler writes and keeps the headers, the
-// Content-Length included.
-func get(r *httprouter.Router, path string, handle httprouter.Handle) {
-	r.GET(path, handle)
-	r.HEAD(path, handle)
-}
 
 // options answers OPTIONS on a known path with 204 and no body. The
 // router has already set Allow to the path's methods; a CORS preflight

@@ -2,11 +2,10 @@ package httpapi
 
 import (
 	"log/slog"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // DefaultMaxBodyBytes is the largest request body the handler reads unless
@@ -33,7 +32,7 @@ type config struct {
 	accessLog      *slog.Logger
 	cors           *corsPolicy
 	baseURL        string
-	registerer     prometheus.Registerer
+	hooks          Hooks
 	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
 	readyTimeout  time.Duration
 	readyInterval time.Duration
@@ -102,7 +101,7 @@ func WithMaxHeaderBytes(n int) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.maxHeader = n
-			c.headerTooLarge = &apiError{code: http.StatusRequestHeaderFieldsTooLarge,
+			c.headerTooLarge = &apiError{code: wire.CodeHeadersTooLarge,
 				msg: "request headers exceed the limit of " + strconv.Itoa(n) + " bytes"}
 		}
 	}

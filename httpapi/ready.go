@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/wire"
 )
 
 // DefaultReadyTimeout bounds how long GET /readyz waits for the storage
@@ -46,8 +47,8 @@ func WithReadyInterval(d time.Duration) Option {
 }
 
 var (
-	errNotReady     = &apiError{code: http.StatusServiceUnavailable, msg: "not ready: the storage cannot take writes now"}
-	errReadyTimeout = &apiError{code: http.StatusServiceUnavailable, msg: "not ready: the storage did not answer in time"}
+	errNotReady     = &apiError{code: wire.CodeUnavailable, msg: "not ready: the storage cannot take writes now"}
+	errReadyTimeout = &apiError{code: wire.CodeUnavailable, msg: "not ready: the storage did not answer in time"}
 )
 
 // A readiness caches the outcome of [plantstore.PlantStore.Ready] for an

@@ -37,7 +37,7 @@ type createReq struct {
 // cannot be reached, when the batch failed as a whole before committing, or
 // after [Store.Close]; the context's error; any other failure, wrapped.
 func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
-	defer s.m.done(opCreate, s.m.start(), &err)
+	defer s.done(OpCreate, s.start(), &err)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlstore: create plant: %w", err)
 	}
@@ -102,10 +102,12 @@ func (s *Store) commitLoop() {
 			}
 			batch = s.linger(batch, want, d)
 		}
-		s.m.batched(len(batch))
 		start := time.Now()
 		s.commitBatch(batch)
 		took = time.Since(start)
+		if s.cfg.hooks.Committed != nil {
+			s.cfg.hooks.Committed(len(batch), took)
+		}
 		last = len(batch)
 		clear(batch)
 		batch = batch[:0]

@@ -62,8 +62,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/plantstore/plantstore"
 )
 
@@ -107,7 +105,7 @@ type config struct {
 	timeout    time.Duration
 	lockWait   time.Duration // see WithLockTimeout; 0: none
 	idleInTx   time.Duration // see WithIdleInTransactionTimeout; 0: none
-	registerer prometheus.Registerer
+	hooks      Hooks
 }
 
 // WithLockTimeout makes every write transaction of the Store on
@@ -184,7 +182,6 @@ type Store struct {
 	dialect Dialect
 	cfg     config
 	q       queries
-	m       *storeMetrics // nil without WithMetrics
 
 	// writeSem serialises this process's SQLite writers, so that they
 	// queue here instead of polling the file lock. It is nil on PostgreSQL,
@@ -254,13 +251,6 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	if dialect == Postgres {
 		s.q.setTimeouts = setTimeouts(s.cfg.lockWait, s.cfg.idleInTx)
 	}
-	if s.cfg.registerer != nil {
-		m, err := newStoreMetrics(s.cfg.registerer, s.cfg)
-		if err != nil {
-			return nil, err
-		}
-		s.m = m
-	}
 	if dialect == SQLite {
 		s.writeSem = make(chan struct{}, 1)
 	}
@@ -298,7 +288,7 @@ func (s *Store) Close() error {
 // Ping implements [plantstore.Pinger]: it returns nil when the database
 // answers, or an error wrapping [plantstore.ErrUnavailable].
 func (s *Store) Ping(ctx context.Context) (err error) {
-	defer s.m.done(opPing, s.m.start(), &err)
+	defer s.done(OpPing, s.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.db.PingContext(dctx); err != nil {
@@ -309,7 +299,7 @@ func (s *Store) Ping(ctx context.Context) (err error) {
 
 // Plant implements [plantstore.Storage.Plant].
 func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err error) {
-	defer s.m.done(opRead, s.m.start(), &err)
+	defer s.done(OpRead, s.start(), &err)
 	var (
 		name string
 		tag  sql.NullString
@@ -329,7 +319,7 @@ func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err er
 // List implements [plantstore.Storage.List]. It reads limit rows of the
 // primary key index from from on.
 func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore.Plant, err error) {
-	defer s.m.done(opList, s.m.start(), &err)
+	defer s.done(OpList, s.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	rows, err := s.db.QueryContext(dctx, s.q.list, from, limit)
@@ -359,7 +349,7 @@ func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore
 // wrapping [plantstore.ErrOutcomeUnknown] when the connection was lost
 // while its COMMIT was in flight.
 func (s *Store) Delete(ctx context.Context, id int64) (err error) {
-	defer s.m.done(opDelete, s.m.start(), &err)
+	defer s.done(OpDelete, s.start(), &err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.lockWrites(dctx); err != nil {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -34,17 +33,15 @@ import (
 // recorded in the outbox and retried with backoff, by whichever
 // Dispatcher claims it when it is due, until [WithMaxAge].
 type Dispatcher struct {
-	source  plantstore.Outbox
-	cfg     config
-	key     []byte
-	log     *slog.Logger
-	owner   string   // this Dispatcher's name in the leases it takes
-	keys    []string // the subscribers' keys in the outbox
-	subs    []*subscriber
-	wake    chan struct{}
-	metrics metrics
-
-	delivered atomic.Int64 // successful deliveries, for the statistics line
+	source plantstore.Outbox
+	cfg    config
+	key    []byte
+	log    *slog.Logger
+	owner  string   // this Dispatcher's name in the leases it takes
+	keys   []string // the subscribers' keys in the outbox
+	subs   []*subscriber
+	wake   chan struct{}
+	counts counters
 
 	// dropper is the outbox, when it drops events to stay within a bound
 	// and leaves logging them to the Dispatcher; see logDrops.
@@ -76,8 +73,7 @@ var ErrRunning = errors.New("webhook: dispatcher already ran")
 // Errors: [ErrSecret] for an unusable secret, one with a key shorter than
 // [MinKeyBytes] included; an error when there are no subscribers, a
 // subscriber is not an absolute http or https URL, a duration or count
-// given to an [Option] is negative, or the Registerer of [WithMetrics]
-// refuses the metrics.
+// given to an [Option] is negative.
 func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...Option) (*Dispatcher, error) {
 	if source == nil {
 		return nil, errors.New("webhook: nil outbox")
@@ -164,16 +160,11 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 		d.keys = append(d.keys, k)
 		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
 	}
-	var dropped func() float64
 	if dr, ok := source.(dropper); ok {
-		dropped = func() float64 { return float64(dr.Dropped()) }
 		if _, ok := source.(*MemoryOutbox); !ok {
 			// A MemoryOutbox logs its drops as it makes them.
 			d.dropper = dr
 		}
-	}
-	if err := d.metrics.register(cfg.registerer, d.depth, dropped); err != nil {
-		return nil, err
 	}
 	return d, nil
 }
@@ -276,23 +267,12 @@ func (d *Dispatcher) fanOut(ctx context.Context) {
 	}
 }
 
-// depth returns the outbox depth, or NaN when the outbox cannot say.
-func (d *Dispatcher) depth() float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.attemptTimeout)
-	defer cancel()
-	n, err := d.source.Depth(ctx)
-	if err != nil {
-		return nan
-	}
-	return float64(n)
-}
-
 // logStats logs the outbox depth and the delivery rate every
 // stats interval while either is not zero.
 func (d *Dispatcher) logStats(ctx context.Context) {
 	t := time.NewTicker(d.cfg.statsInterval)
 	defer t.Stop()
-	last, lastTime := d.delivered.Load(), time.Now()
+	last, lastTime := d.counts.delivered.Load(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -304,7 +284,7 @@ func (d *Dispatcher) logStats(ctx context.Context) {
 			d.logOutboxError(ctx, "count", err)
 			continue
 		}
-		now, delivered := time.Now(), d.delivered.Load()
+		now, delivered := time.Now(), d.counts.delivered.Load()
 		if n > 0 || delivered > last {
 			rate := float64(delivered-last) / now.Sub(lastTime).Seconds()
 			d.log.InfoContext(ctx, "webhook: outbox", "depth", n, "delivered", delivered-last,

@@ -38,9 +38,10 @@
 // outbox's bound is the only limit: a durable storage keeps it unbounded
 // unless told otherwise (sqlstore.WithOutboxMaxPending), and a
 // [MemoryOutbox] bounds it ([WithMaxPending]); events past a bound are
-// dropped undelivered, counted and logged. Both states show in the
-// metrics of [WithMetrics] (plantstore_webhook_outbox_depth,
-// plantstore_webhook_subscribers_down, plantstore_webhook_dropped_total)
+// dropped undelivered, counted and logged. Both states show in
+// [Dispatcher.Stats] and [Dispatcher.Depth] (which package promstats
+// exports as plantstore_webhook_subscribers_down,
+// plantstore_webhook_dropped_total and plantstore_webhook_outbox_depth)
 // and in a log line every [DefaultStatsInterval] with the outbox depth
 // and the delivery rate.
 //

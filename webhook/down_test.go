@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/sqlstore"
@@ -55,16 +54,15 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 		}
 		return http.StatusNoContent
 	})
-	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
 	claims := &claimRecorder{Outbox: mo}
-	d, l, _ := start(t, claims, []string{rc.url()}, webhook.WithMetrics(reg))
+	d, l, _ := start(t, claims, []string{rc.url()})
 	ps := newPlantStore(mo, d)
 	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
 	waitFor(t, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
-	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 1 {
+	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}
 	for id := range int64(n - 1) {
@@ -94,7 +92,7 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	if !strings.Contains(l.String(), "webhook: subscriber up again") {
 		t.Errorf("no line saying the subscriber is up again in the logs:\n%s", l)
 	}
-	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 0 {
+	if got := float64(d.Stats().SubscribersDown); got != 0 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v once back, want 0", got)
 	}
 }
@@ -113,17 +111,16 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 		}
 		return http.StatusNoContent
 	})
-	reg := prometheus.NewRegistry()
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithOutboxMaxPending(bound))
-	d, l, _ := start(t, s, []string{rc.url()}, webhook.WithMetrics(reg))
+	d, l, _ := start(t, s, []string{rc.url()})
 	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
 	waitFor(t, "the outbox to drop the events past its bound", func() bool {
-		return metricValue(t, reg, "plantstore_webhook_dropped_total") == n-bound
+		return float64(d.Stats().Dropped) == n-bound
 	})
-	if got := metricValue(t, reg, "plantstore_webhook_outbox_depth"); got != bound {
+	if got := depth(t, d); got != bound {
 		t.Errorf("plantstore_webhook_outbox_depth = %v, want %d", got, bound)
 	}
 	if !strings.Contains(l.String(), "webhook: outbox full: dropped the oldest pending events") {
@@ -171,9 +168,8 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 		}
 		return http.StatusNoContent
 	})
-	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMaxAge(maxAge), webhook.WithMetrics(reg))
+	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMaxAge(maxAge))
 	ps := newPlantStore(mo, d)
 	created := time.Now()
 	for id := range int64(n) {
@@ -185,7 +181,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	waitFor(t, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
 	atOld := rc.total()
 	waitFor(t, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
-	if got := metricValue(t, reg, "plantstore_webhook_abandoned_total"); got != 0 {
+	if got := float64(d.Stats().Abandoned); got != 0 {
 		t.Errorf("plantstore_webhook_abandoned_total = %v after failed probes, want 0:\n%s", got, l)
 	}
 	if got := mo.Len(); got != n {
@@ -194,7 +190,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 
 	refuseOne.Store(true)
 	waitFor(t, "the refused event to be abandoned", func() bool {
-		return metricValue(t, reg, "plantstore_webhook_abandoned_total") == 1
+		return float64(d.Stats().Abandoned) == 1
 	})
 	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	want := make([]int64, 0, n-1)
@@ -210,9 +206,8 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 // returns is no longer counted in plantstore_webhook_subscribers_down.
 func TestSubscribersDownEndsWithRun(t *testing.T) {
 	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
-	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
-	d, l, stop := start(t, mo, []string{rc.url()}, webhook.WithMetrics(reg))
+	d, l, stop := start(t, mo, []string{rc.url()})
 	ps := newPlantStore(mo, d)
 	for id := range int64(20) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
@@ -220,11 +215,11 @@ func TestSubscribersDownEndsWithRun(t *testing.T) {
 	waitFor(t, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
-	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 1 {
+	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}
 	stop()
-	if got := metricValue(t, reg, "plantstore_webhook_subscribers_down"); got != 0 {
+	if got := float64(d.Stats().SubscribersDown); got != 0 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)
 	}
 }

@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -97,28 +96,17 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
 }
 
-// metricValue returns the value of the metric named name in reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// depth returns d's outbox depth.
+func depth(t *testing.T, d *webhook.Dispatcher) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	n, err := d.Depth(context.Background())
 	if err != nil {
-		t.Fatalf("Gather() = %v", err)
+		t.Fatalf("Depth() = %v", err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
-		}
-		return m.GetGauge().GetValue()
-	}
-	t.Fatalf("no metric %s gathered", name)
-	return 0
+	return float64(n)
 }
 
-func TestMetrics(t *testing.T) {
+func TestStats(t *testing.T) {
 	live := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
 		if attempt == 1 {
 			return http.StatusServiceUnavailable
@@ -137,16 +125,15 @@ func TestMetrics(t *testing.T) {
 	})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox()
 	d, _, stop := start(t, mo, []string{live.url(), failing.url()},
-		webhook.WithMaxAge(maxAge), webhook.WithMetrics(reg))
+		webhook.WithMaxAge(maxAge))
 	ps := newPlantStore(mo, d)
 	created := time.Now()
 	for id := range int64(3) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	if got := metricValue(t, reg, "plantstore_webhook_outbox_depth"); got < 1 || got > 3 {
+	if got := depth(t, d); got < 1 || got > 3 {
 		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
 	}
 	time.Sleep(maxAge - time.Since(created))
@@ -164,25 +151,15 @@ func TestMetrics(t *testing.T) {
 	for _, n := range failingAttempts {
 		failed += float64(n)
 	}
-	tests := []struct {
-		name string
-		want float64
-	}{
-		{"plantstore_webhook_deliveries_total", 3},
-		{"plantstore_webhook_failed_attempts_total", failed},
-		{"plantstore_webhook_abandoned_total", 3},
-		{"plantstore_webhook_outbox_depth", 0},
+	want := webhook.Stats{Delivered: 3, FailedAttempts: uint64(failed), Abandoned: 3, CanDrop: true}
+	if diff := cmp.Diff(want, d.Stats()); diff != "" {
+		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
-	for _, tt := range tests {
-		if got := metricValue(t, reg, tt.name); got != tt.want {
-			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
-		}
+	if got := depth(t, d); got != 0 {
+		t.Errorf("outbox depth at the end = %v, want 0", got)
 	}
 	if len(failingDelivered) != 0 {
 		t.Errorf("failing delivered %v, want nothing", failingDelivered)
-	}
-	if _, err := webhook.New(mo, []string{live.url()}, testSecret, webhook.WithMetrics(reg)); err == nil {
-		t.Errorf("New() registering the same metrics twice = nil, want an error")
 	}
 }
 

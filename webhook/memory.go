@@ -43,8 +43,8 @@ const dropLogInterval = time.Minute
 // creates), the oldest pending events are dropped, fanned out or not, for
 // every subscriber, until the rest fits. The event being added is always
 // kept. Add is never slowed or refused by a full outbox, so neither is a
-// create. Drops are counted by [MemoryOutbox.Dropped] (and by a
-// [Dispatcher] with [WithMetrics] as plantstore_webhook_dropped_total) and
+// create. Drops are counted by [MemoryOutbox.Dropped] (and in its
+// [Dispatcher]'s [Dispatcher.Stats]) and
 // logged at error level: the first at once, then at most one summary line
 // every minute while drops go on. A delivery in flight when its event is
 // dropped may still be made.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/webhook"
@@ -116,18 +115,18 @@ func TestMemoryOutboxBound(t *testing.T) {
 }
 
 // TestMemoryOutboxDropsAreCounted checks that a Dispatcher over a
-// MemoryOutbox exports its drops as plantstore_webhook_dropped_total.
+// MemoryOutbox reports its drops in its Stats.
 func TestMemoryOutboxDropsAreCounted(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
-	if _, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, testSecret, webhook.WithMetrics(reg)); err != nil {
+	d, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, testSecret)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for id := range int64(7) {
 		mo.Add(plantstore.Plant{ID: id, Name: "p"})
 	}
-	if got := metricValue(t, reg, "plantstore_webhook_dropped_total"); got != 5 {
-		t.Errorf("plantstore_webhook_dropped_total = %v, want 5", got)
+	if got := float64(d.Stats().Dropped); got != 5 {
+		t.Errorf("Stats().Dropped = %v, want 5", got)
 	}
 }
 

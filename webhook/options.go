@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults of the [Dispatcher] settings that no [Option] sets.
@@ -35,7 +33,6 @@ type config struct {
 	concurrency    int
 	maxInFlight    int
 	lease          time.Duration
-	registerer     prometheus.Registerer
 	statsInterval  time.Duration
 	logger         *slog.Logger
 }
@@ -107,20 +104,6 @@ func WithMaxInFlight(n int) Option {
 // [DefaultLease], 30s.
 func WithLease(d time.Duration) Option {
 	return func(cfg *config) { cfg.lease = d }
-}
-
-// WithMetrics registers the Dispatcher's metrics with reg:
-// plantstore_webhook_deliveries_total,
-// plantstore_webhook_failed_attempts_total,
-// plantstore_webhook_abandoned_total, the gauges
-// plantstore_webhook_outbox_depth and plantstore_webhook_subscribers_down,
-// and for an outbox that can drop events past a bound (a [*MemoryOutbox],
-// or a [github.com/plantstore/plantstore/sqlstore.Store], whether opened
-// with WithOutboxMaxPending or not) plantstore_webhook_dropped_total,
-// which stays 0 while the outbox has no bound. [New] fails
-// when the names are taken.
-func WithMetrics(reg prometheus.Registerer) Option {
-	return func(cfg *config) { cfg.registerer = reg }
 }
 
 // WithStatsInterval sets how often the outbox depth and the delivery rate

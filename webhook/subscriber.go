@@ -242,7 +242,7 @@ func (s *subscriber) run(ctx context.Context) {
 	if s.isDown() {
 		// The gauge counts the subscribers down of a Dispatcher that runs.
 		s.downSince = time.Time{}
-		s.d.metrics.down.Dec()
+		s.d.counts.down.Add(-1)
 	}
 }
 
@@ -409,8 +409,7 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 	if r.err == nil {
 		s.drop(dl)
 		s.acks = append(s.acks, dl.ev.Seq)
-		s.d.delivered.Add(1)
-		s.d.metrics.delivered.Inc()
+		s.d.counts.delivered.Add(1)
 		s.fails = 0
 		if s.isDown() {
 			s.up(ctx)
@@ -421,7 +420,7 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 		return // released to the outbox as Run ends
 	}
 	s.drop(dl)
-	s.d.metrics.failed.Inc()
+	s.d.counts.failed.Add(1)
 	now := time.Now()
 	s.fails++
 	switch {
@@ -440,7 +439,7 @@ func (s *subscriber) handle(ctx context.Context, r result) {
 		"plant_id", dl.ev.Plant.ID, "attempts", attempts, "error", r.err.Error())
 	if !s.isDown() && now.Sub(born) >= s.d.cfg.maxAge {
 		log.ErrorContext(ctx, "webhook: delivery abandoned after max age", "max_age", s.d.cfg.maxAge)
-		s.d.metrics.abandoned.Inc()
+		s.d.counts.abandoned.Add(1)
 		s.acks = append(s.acks, dl.ev.Seq)
 		return
 	}
@@ -478,7 +477,7 @@ func (s *subscriber) markDown(ctx context.Context, now time.Time) {
 	}
 	clear(s.queue)
 	s.queue = s.queue[:0]
-	s.d.metrics.down.Inc()
+	s.d.counts.down.Add(1)
 	s.d.log.WarnContext(ctx, "webhook: subscriber down: deliveries paused but for one probe at a time",
 		"subscriber", s.name, "subscriber_index", s.idx, "failed_in_a_row", s.fails, "released", released)
 }
@@ -489,7 +488,7 @@ func (s *subscriber) up(ctx context.Context) {
 		"subscriber", s.name, "subscriber_index", s.idx, "down_for", time.Since(s.downSince).Round(time.Millisecond))
 	s.downSince = time.Time{}
 	s.resumed = true
-	s.d.metrics.down.Dec()
+	s.d.counts.down.Add(-1)
 }
 
 // flush tells the outbox of deliveries that ended and retries scheduled,

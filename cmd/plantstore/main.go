@@ -23,6 +23,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -260,7 +261,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())
-	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithMetrics(reg)}
+	storeHooks, err := promstats.Storage(reg)
+	if err != nil {
+		return err
+	}
+	httpHooks, err := promstats.HTTP(reg)
+	if err != nil {
+		return err
+	}
+	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(storeHooks)}
 	if len(o.webhooks) > 0 {
 		sopts = append(sopts, sqlstore.WithOutbox(), sqlstore.WithOutboxMaxPending(o.webhookMaxPending))
 	}
@@ -292,7 +301,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithTokens(tokens...),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
-		httpapi.WithMetrics(reg),
+		httpapi.WithHooks(httpHooks),
 		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
 		httpapi.WithReadyTimeout(o.readyTimeout),
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -83,9 +84,11 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 	}
 	d, err := webhook.New(source, o.webhooks, []byte(secret),
 		webhook.WithLease(o.webhookLease),
-		webhook.WithLogger(logger),
-		webhook.WithMetrics(reg))
+		webhook.WithLogger(logger))
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := promstats.Webhooks(reg, d); err != nil {
 		return nil, nil, err
 	}
 	psOpts = append(psOpts, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 	"github.com/plantstore/plantstore/memstore"
 )
 
-// TestRouteOfMatchesRouter checks the metrics' route labels against what
+// TestRouteOfMatchesRouter checks the Routes the hooks report against what
 // they stand for: the paths of the OpenAPI document, and the router, which
 // must find a handler for a path exactly when routeOf names a route.
 func TestRouteOfMatchesRouter(t *testing.T) {
@@ -24,7 +23,7 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	labelled := map[string]bool{}
-	for _, l := range routeLabels[routeOther+1:] {
+	for _, l := range routeLabels[RouteOther+1:] {
 		labelled[l] = true
 	}
 	for path := range doc.Paths {
@@ -55,31 +54,41 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 	}
 	for _, path := range paths {
 		routed := false
-		for _, m := range methodLabels {
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
 			if h, _, _ := router.Lookup(m, path); h != nil {
 				routed = true
 			}
 		}
 		route := routeOf(path)
-		if routed != (route != routeOther) {
-			t.Errorf("routeOf(%q) = %s, but the router finds a handler: %v", path, routeLabels[route], routed)
+		if routed != (route != RouteOther) {
+			t.Errorf("routeOf(%q) = %s, but the router finds a handler: %v", path, route, routed)
+		}
+		if routed && route.String() != path && !(route.String() == "/plants/{id}" && strings.HasPrefix(path, "/plants/")) {
+			t.Errorf("routeOf(%q) = %s, a route the path is not", path, route)
 		}
 	}
 }
 
-// TestCodeOfKnowsEveryCode checks that every Error code the handler answers
-// with has a label of its own, so that none takes the slow path.
-func TestCodeOfKnowsEveryCode(t *testing.T) {
+// TestErrorCodesHoldEveryCode checks that every Error the handler answers
+// with has a code that ErrorCodes lists, so that a hook can count it apart.
+func TestErrorCodesHoldEveryCode(t *testing.T) {
+	codes := map[int]bool{}
+	for _, c := range ErrorCodes() {
+		codes[c] = true
+	}
+	h := New(plantstore.New(memstore.New()), WithLogger(slog.New(slog.DiscardHandler)), WithMaxHeaderBytes(1)).(*handler)
 	for _, e := range []*apiError{errMissingToken, errMalformedAuth, errInvalidToken, errNoAuthenticator,
 		errCallerForbidden, errAuthUnavailable,
 		errContentType, errContentEncoding, errNotFoundPath, errMethod, errInternal, errUnavailable,
-		errOutcome, errConflict, errPlantMissing, errBadID, errMalformedQuery, errReadBody, errBodyTooLarge(1)} {
-		i := codeOf(e.code)
-		if i < 0 || codeLabels[i] != strconv.Itoa(e.code) {
-			t.Errorf("codeOf(%d) = %d, want the index of %q in %q", e.code, i, strconv.Itoa(e.code), codeLabels)
+		errOutcome, errConflict, errPlantMissing, errBadID, errMalformedQuery, errReadBody, errBodyTooLarge(1),
+		errNotReady, errReadyTimeout, errRepeated("x").(*apiError), h.headerTooLarge} {
+		if !codes[e.code] {
+			t.Errorf("error %d (%q) is not in ErrorCodes() = %v", e.code, e.msg, ErrorCodes())
 		}
 	}
-	if i := codeOf(0); i != 0 || codeLabels[i] != "" {
-		t.Errorf("codeOf(0) = %d, want 0, labelled \"\"", i)
+	for _, err := range []error{&syntaxError{}, &plantstore.ValidationError{Field: "name"}} {
+		if code, _, _ := h.wireError(nil, err); !codes[code] {
+			t.Errorf("error %d for %T is not in ErrorCodes() = %v", code, err, ErrorCodes())
+		}
 	}
 }

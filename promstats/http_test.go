@@ -1,7 +1,8 @@
-package httpapi_test
+package promstats_test
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/memstore"
+	"github.com/plantstore/plantstore/promstats"
 )
 
 // series gathers reg and returns the value of every counter and gauge, and
@@ -58,9 +60,8 @@ func seriesKey(name string, m *dto.Metric) string {
 	return name + "{" + strings.Join(labels, ",") + "}"
 }
 
-// zeroSeries are the series a handler with metrics exports before its first
-// request: one success counter and one histogram per route and method it
-// serves.
+// zeroSeries are the series HTTP's hooks export before any request: one
+// success counter and one histogram per route and method a handler serves.
 func zeroSeries() map[string]float64 {
 	want := map[string]float64{}
 	for _, rm := range [][2]string{
@@ -73,7 +74,60 @@ func zeroSeries() map[string]float64 {
 	return want
 }
 
-func TestMetrics(t *testing.T) {
+const testToken = "promstats-test-token"
+
+// env is a handler with HTTP's hooks, served over loopback.
+type env struct {
+	t   *testing.T
+	url string
+}
+
+func newEnv(t *testing.T, opts ...httpapi.Option) *env {
+	t.Helper()
+	opts = append([]httpapi.Option{httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()), opts...))
+	t.Cleanup(srv.Close)
+	return &env{t: t, url: srv.URL}
+}
+
+// do sends a request with the test token and a JSON Content-Type, which
+// headers may replace, or remove with an empty value, and returns the
+// status and the body.
+func (e *env) do(method, path string, headers map[string]string, body string) (int, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// hooks returns HTTP's hooks over reg, as an option.
+func hooks(t *testing.T, reg prometheus.Registerer) httpapi.Option {
+	t.Helper()
+	h, err := promstats.HTTP(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpapi.WithHooks(h)
+}
+
+func TestHTTP(t *testing.T) {
 	for _, accessLog := range []bool{false, true} {
 		name := "log=off"
 		if accessLog {
@@ -81,21 +135,21 @@ func TestMetrics(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			opts := []httpapi.Option{httpapi.WithMetrics(reg)}
+			opts := []httpapi.Option{hooks(t, reg)}
 			if accessLog {
-				// The access log's recorder wraps the metrics' one: the
+				// The access log and the hooks share one recorder: the
 				// Error codes must reach both.
 				opts = append(opts, httpapi.WithAccessLog(slog.New(slog.DiscardHandler)))
 			}
-			e := newEnv(t, nil, opts...)
+			e := newEnv(t, opts...)
 			if diff := cmp.Diff(zeroSeries(), series(t, reg, "plantstore_http_")); diff != "" {
 				t.Errorf("series before any request (-want +got):\n%s", diff)
 			}
 
 			send := func(method, path string, headers map[string]string, body string, wantStatus int) {
 				t.Helper()
-				if r := e.do(method, path, headers, body); r.status != wantStatus {
-					t.Fatalf("%s %s = %d %s, want %d", method, path, r.status, r.body, wantStatus)
+				if status, body := e.do(method, path, headers, body); status != wantStatus {
+					t.Fatalf("%s %s = %d %s, want %d", method, path, status, body, wantStatus)
 				}
 			}
 			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200)
@@ -144,15 +198,15 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestMetricsSharedRegistry shows that handlers given one registry, such as
+// TestHTTPSharedRegistry shows that handlers given hooks of one registry, such as
 // one API mounted under two prefixes, add up into the same series instead
 // of failing to register.
-func TestMetricsSharedRegistry(t *testing.T) {
+func TestHTTPSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", http.StripPrefix("/v1", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMetrics(reg))))
-	mux.Handle("/v2/", http.StripPrefix("/v2", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMetrics(reg))))
+	mux.Handle("/v1/", http.StripPrefix("/v1", httpapi.New(ps, httpapi.WithTokens(testToken), hooks(t, reg))))
+	mux.Handle("/v2/", http.StripPrefix("/v2", httpapi.New(ps, httpapi.WithTokens(testToken), hooks(t, reg))))
 	for _, path := range []string{"/v1/healthz", "/v2/healthz", "/v2/healthz"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -166,25 +220,25 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	}
 }
 
-// TestMetricsRefusedRegistration shows that New panics, as MustRegister
-// would, when the registry holds a different collector of the same name.
-func TestMetricsRefusedRegistration(t *testing.T) {
+// TestHTTPRefusedRegistration shows that HTTP fails when the registry
+// holds a different collector of the same name.
+func TestHTTPRefusedRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "plantstore_http_requests_total", Help: "another"}))
-	defer func() {
-		if recover() == nil {
-			t.Error("New with a conflicting registry did not panic")
-		}
-	}()
-	httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler)), httpapi.WithMetrics(reg))
+	if _, err := promstats.HTTP(reg); err == nil {
+		t.Error("HTTP with a conflicting registry = nil error")
+	}
 }
 
-func ExampleWithMetrics() {
+func ExampleHTTP() {
 	reg := prometheus.NewRegistry()
+	hooks, err := promstats.HTTP(reg)
+	if err != nil {
+		panic(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", httpapi.New(plantstore.New(memstore.New()),
-		httpapi.InsecureWithoutAuthentication(), httpapi.WithMetrics(reg)))
+		httpapi.InsecureWithoutAuthentication(), httpapi.WithHooks(hooks)))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/plants/42", nil))

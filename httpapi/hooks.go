@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Hooks are told what the handler does, so that a caller can count and
+// time it (package promstats does, for Prometheus). The handler calls the
+// funcs that are not nil, on the request's goroutine; they must be safe
+// for concurrent use, and quick, for the answer waits for them. With no
+// Hooks the handler does none of this work, and reads no clock for it.
+type Hooks struct {
+	// Served is called once a request has been answered.
+	Served func(Served)
+}
+
+// WithHooks makes the handler call h. Later WithHooks replace earlier.
+func WithHooks(h Hooks) Option {
+	return func(c *config) { c.hooks = h }
+}
+
+// Served describes a request the handler answered, for [Hooks].
+type Served struct {
+	// Route is the route pattern the request's path matched, whatever its
+	// method, or RouteOther.
+	Route Route
+	// Method is the request's method, as sent.
+	Method string
+	// Code is the code of the Error answered, the conventional HTTP
+	// status of the failure, or 0 for a success.
+	Code int
+	// Duration is the time from the request's arrival at the handler to
+	// the end of its answer.
+	Duration time.Duration
+}
+
+// A Route is one of the route patterns the handler serves, or RouteOther,
+// which stands for every path that matches none of them, so that no path
+// a client makes up counts apart. Its String is the pattern as the OpenAPI
+// document writes it ("/plants/{id}"), or "other".
+type Route uint8
+
+// RouteOther is the Route of a path that matches none of the handler's.
+const RouteOther Route = 0
+
+func (r Route) String() string {
+	if int(r) < len(routeLabels) {
+		return routeLabels[r]
+	}
+	return routeLabels[RouteOther]
+}
+
+// Methods returns the methods the handler serves on r, in the order of
+// its table, HEAD left out: it is served wherever GET is.
+func (r Route) Methods() []string {
+	var ms []string
+	for i, rt := range api {
+		if apiRoutes[i] == r {
+			ms = append(ms, rt.method)
+		}
+	}
+	return ms
+}
+
+// Routes returns every Route a [Served] may hold, RouteOther first, then
+// the handler's route patterns in the order of its table.
+func Routes() []Route {
+	rs := make([]Route, len(routeLabels))
+	for i := range rs {
+		rs[i] = Route(i)
+	}
+	return rs
+}
+
+// routeLabels and routePatterns are the handler's distinct path patterns,
+// from its table, api: the label as the OpenAPI document writes it, and
+// each pattern's segments, a ":" one matching any one non-empty segment,
+// as httprouter matches it. Index 0 is RouteOther. apiRoutes holds the
+// Route of each entry of api.
+var routeLabels, routePatterns, apiRoutes = func() (labels []string, patterns [][]string, routes [len(api)]Route) {
+	labels = []string{"other"}
+	patterns = [][]string{nil}
+	for i, rt := range api {
+		label := rt.pattern
+		segs := strings.Split(strings.TrimPrefix(rt.pattern, "/"), "/")
+		for j, s := range segs {
+			if name, ok := strings.CutPrefix(s, ":"); ok {
+				segs[j] = ":"
+				label = strings.Replace(label, s, "{"+name+"}", 1)
+			}
+		}
+		k := slices.Index(labels, label)
+		if k < 0 {
+			k = len(labels)
+			labels = append(labels, label)
+			patterns = append(patterns, segs)
+		}
+		routes[i] = Route(k)
+	}
+	return labels, patterns, routes
+}()
+
+// routeOf returns the Route path matches.
+func routeOf(path string) Route {
+	for i := 1; i < len(routePatterns); i++ {
+		if p := routePatterns[i]; len(p) == 1 && p[0] != ":" {
+			// A pattern of one literal segment is its label: compare
+			// whole strings, as most requests' routes are such.
+			if path == routeLabels[i] {
+				return Route(i)
+			}
+		} else if matches(p, path) {
+			return Route(i)
+		}
+	}
+	return RouteOther
+}
+
+// matches reports whether path matches the segments of a pattern as
+// httprouter matches them: a ":" segment matches any one non-empty
+// segment, any other only itself.
+func matches(pattern []string, path string) bool {
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return false
+	}
+	for i, seg := range pattern {
+		s, after, more := strings.Cut(rest, "/")
+		if more != (i < len(pattern)-1) || seg == ":" && s == "" || seg != ":" && s != seg {
+			return false
+		}
+		rest = after
+	}
+	return true
+}
+
+// served calls the Served hook, if any, for r, which started at start and
+// ended at end, answered with code; a zero end is read from the clock.
+func (h *handler) served(r *http.Request, code int, start, end time.Time) {
+	if h.hooks.Served == nil {
+		return
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	h.hooks.Served(Served{Route: routeOf(r.URL.Path), Method: r.Method, Code: code, Duration: end.Sub(start)})
+}

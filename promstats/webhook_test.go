@@ -1,0 +1,46 @@
+package promstats_test
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/promstats"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+func TestWebhooks(t *testing.T) {
+	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
+	d, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := promstats.Webhooks(reg, d); err != nil {
+		t.Fatal(err)
+	}
+	for id := range int64(5) {
+		mo.Add(plantstore.Plant{ID: id, Name: "p"})
+	}
+	want := map[string]float64{
+		"plantstore_webhook_deliveries_total{}":      0,
+		"plantstore_webhook_failed_attempts_total{}": 0,
+		"plantstore_webhook_abandoned_total{}":       0,
+		"plantstore_webhook_subscribers_down{}":      0,
+		"plantstore_webhook_outbox_depth{}":          2,
+		"plantstore_webhook_dropped_total{}":         3,
+	}
+	if diff := cmp.Diff(want, series(t, reg, "plantstore_webhook_")); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+	// All or nothing: a second registration fails and leaves the first.
+	if err := promstats.Webhooks(reg, d); err == nil {
+		t.Error("Webhooks registering the same names twice = nil error")
+	}
+	if diff := cmp.Diff(want, series(t, reg, "plantstore_webhook_")); diff != "" {
+		t.Errorf("series after a refused registration (-want +got):\n%s", diff)
+	}
+}
