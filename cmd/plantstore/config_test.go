@@ -369,7 +369,9 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			if name := d.Name(); name == ".git" || name == "testdata" {
+			// ../../fleet is deploy/fleet.sh's state, with its binary,
+			// when an operator ran it at the repository's root.
+			if name := d.Name(); name == ".git" || name == "testdata" || path == "../../fleet" {
 				return filepath.SkipDir
 			}
 			return nil
