@@ -57,7 +57,7 @@ const (
 
 // noEnv names the flags that no variable sets: they ask the binary for
 // something other than serving.
-var noEnv = map[string]bool{"version": true}
+var noEnv = map[string]bool{"version": true, "probe": true}
 
 // A listFlag holds the values of a repeatable flag. Its environment
 // variable holds them as a comma-separated list.

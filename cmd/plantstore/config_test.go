@@ -210,7 +210,7 @@ func TestHelp(t *testing.T) {
 	o, _ := parseFlags(nil, func(string) string { return "" })
 	o.fs.VisitAll(func(f *flag.Flag) {
 		want = append(want, "-"+f.Name)
-		if f.Name != "version" {
+		if !noEnv[f.Name] {
 			want = append(want, envName(f.Name))
 		}
 	})
@@ -369,7 +369,9 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			if name := d.Name(); name == ".git" || name == "testdata" {
+			// ../../fleet is deploy/fleet.sh's state, with its binary,
+			// when an operator ran it at the repository's root.
+			if name := d.Name(); name == ".git" || name == "testdata" || path == "../../fleet" {
 				return filepath.SkipDir
 			}
 			return nil

@@ -76,6 +76,9 @@ type options struct {
 	// metricsAddr, when set, moves /metrics off the main listener.
 	metricsAddr string
 	version     bool
+	// probe, when set, makes the binary ask a running server for this
+	// path instead of serving (see probe).
+	probe string
 
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.
@@ -135,6 +138,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port` instead of on -addr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.probe, "probe", "", "instead of serving, GET this `path` (/readyz, /healthz) from the server at -addr and exit 0 if it answers 200: a health check for images without curl")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
 	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", 0, "the most webhook `events` kept undelivered; past it the oldest are dropped (0: 10000 with -db memory, no bound with a database)")
 	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
@@ -200,6 +204,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 			return o, o.flagError("metrics-addr", err)
 		}
 	}
+	if o.probe != "" {
+		if err := checkProbePath(o.probe); err != nil {
+			return o, o.flagError("probe", err)
+		}
+	}
 	return o, nil
 }
 
@@ -233,6 +242,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.version {
 		fmt.Fprintln(stdout, version())
 		return nil
+	}
+	if o.probe != "" {
+		return probe(ctx, o, stdout)
 	}
 
 	logs := newLogWriter(stderr)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestProbeAddr(t *testing.T) {
+	tests := []struct {
+		name    string
+		addr    string
+		want    string
+		wantErr error
+	}{
+		{"loopback", "127.0.0.1:8080", "127.0.0.1:8080", nil},
+		{"every IPv4 address", "0.0.0.0:8080", "127.0.0.1:8080", nil},
+		{"every address", ":8080", "127.0.0.1:8080", nil},
+		{"every IPv6 address", "[::]:8080", "[::1]:8080", nil},
+		{"a host name", "plants.internal:80", "plants.internal:80", nil},
+		{"a port picked at start", "127.0.0.1:0", "", errProbePort},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := probeAddr(tt.addr)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("probeAddr(%q) = %v, want %v", tt.addr, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("probeAddr(%q) = %q, want %q", tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProbe runs the binary's -probe against a server run started, as a
+// container's health check does, with the server's address given as a
+// flag or, as in the image, in PLANTSTORE_ADDR.
+func TestProbe(t *testing.T) {
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
+	addr := strings.TrimPrefix(url, "http://")
+	_, port, _ := net.SplitHostPort(addr)
+	closed := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}()
+
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantStdout string
+		wantErr    bool
+		reason     string
+	}{
+		{"ready", []string{"-probe", "/readyz", "-addr", addr}, nil,
+			"GET " + url + `/readyz: 200 {"status":"ready"}` + "\n", false, ""},
+		{"alive", []string{"-probe", "/healthz", "-addr", addr}, nil,
+			"GET " + url + `/healthz: 200 {"status":"ok"}` + "\n", false, ""},
+		{"address from the environment", []string{"-probe", "/readyz"}, map[string]string{"PLANTSTORE_ADDR": "0.0.0.0:" + port},
+			"GET " + url + `/readyz: 200 {"status":"ready"}` + "\n", false,
+			"the image sets PLANTSTORE_ADDR=0.0.0.0:8080, and its health check runs in the same environment"},
+		{"not 200", []string{"-probe", "/nowhere", "-addr", addr}, nil, "", true, "error 404 is answered 400"},
+		{"nothing listens", []string{"-probe", "/readyz", "-addr", closed}, nil, "", true, ""},
+		{"not a path", []string{"-probe", "readyz", "-addr", addr}, nil, "", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr lockedBuffer
+			err := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &stdout, &stderr)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("run %q = %v, want an error: %v (%s)", tt.args, err, tt.wantErr, tt.reason)
+			}
+			if diff := cmp.Diff(tt.wantStdout, stdout.String()); diff != "" {
+				t.Errorf("stdout mismatch (-want +got):\n%s", diff)
+			}
+			if stderr.String() != "" {
+				t.Errorf("stderr: %q, want nothing: a probe logs nothing", stderr.String())
+			}
+		})
+	}
+}
+
+// TestProbeIsNotReadFromTheEnvironment checks that the variable -probe
+// would have, were it read, does not turn a server into a probe.
+func TestProbeIsNotReadFromTheEnvironment(t *testing.T) {
+	o, err := parseFlags(nil, func(k string) string { return map[string]string{envName("probe"): "/readyz"}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.probe != "" {
+		t.Errorf("%s set -probe to %q", envName("probe"), o.probe)
+	}
+}
