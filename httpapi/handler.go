@@ -503,7 +503,7 @@ func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
 		end := h.logAccess(r, rec, start)
-		h.served(r, rec.code, start, end)
+		h.served(r, rec, start, end)
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()

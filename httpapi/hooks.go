@@ -22,18 +22,24 @@ func WithHooks(h Hooks) Option {
 	return func(c *config) { c.hooks = h }
 }
 
-// Served describes a request the handler answered, for [Hooks].
+// Served describes a request the handler answered, for [Hooks]: what an
+// access log line or a metric needs.
 type Served struct {
 	// Route is the route pattern the request's path matched, whatever its
 	// method, or RouteOther.
 	Route Route
-	// Method is the request's method, as sent.
-	Method string
+	// Method is the request's method, and Path its path, as sent.
+	Method, Path string
+	// Status is the HTTP status of the answer.
+	Status int
 	// Code is the code of the Error answered, the conventional HTTP
 	// status of the failure, or 0 for a success.
 	Code int
-	// Duration is the time from the request's arrival at the handler to
-	// the end of its answer.
+	// RequestID is the request's id; see [RequestID].
+	RequestID string
+	// Start is when the request reached the handler, and Duration the
+	// time from then to the end of its answer.
+	Start    time.Time
 	Duration time.Duration
 }
 
@@ -138,13 +144,22 @@ func matches(pattern []string, path string) bool {
 }
 
 // served calls the Served hook, if any, for r, which started at start and
-// ended at end, answered with code; a zero end is read from the clock.
-func (h *handler) served(r *http.Request, code int, start, end time.Time) {
+// ended at end, answered by rec; a zero end is read from the clock.
+func (h *handler) served(r *http.Request, rec *accessRecorder, start, end time.Time) {
 	if h.hooks.Served == nil {
 		return
 	}
 	if end.IsZero() {
 		end = time.Now()
 	}
-	h.hooks.Served(Served{Route: routeOf(r.URL.Path), Method: r.Method, Code: code, Duration: end.Sub(start)})
+	h.hooks.Served(Served{
+		Route:     routeOf(r.URL.Path),
+		Method:    r.Method,
+		Path:      r.URL.Path,
+		Status:    rec.status,
+		Code:      rec.code,
+		RequestID: RequestID(r.Context()),
+		Start:     start,
+		Duration:  end.Sub(start),
+	})
 }

@@ -309,6 +309,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
 	}
 
+	if logger.Enabled(ctx, slog.LevelInfo) {
+		access := newAccessLog(logs, o.logFormat == "json", logger.Handler())
+		metrics := httpHooks.Served
+		httpHooks.Served = func(s httpapi.Served) {
+			metrics(s)
+			access.served(s)
+		}
+	}
 	hopts := []httpapi.Option{
 		httpapi.WithTokens(tokens...),
 		httpapi.WithLogger(logger),
@@ -316,9 +324,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		httpapi.WithHooks(httpHooks),
 		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
 		httpapi.WithReadyTimeout(o.readyTimeout),
-	}
-	if logger.Enabled(ctx, slog.LevelInfo) {
-		hopts = append(hopts, httpapi.WithAccessLog(logger))
 	}
 	if o.conventional {
 		hopts = append(hopts, httpapi.WithConventionalStatus())

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/httpapi"
+)
+
+// TestAccessLogAsSlogWritesIt checks that accessLog writes every line byte
+// for byte as slog's text and JSON handlers write the record it stands
+// for, over many requests: plain ones, which it formats itself, and ones
+// with bytes to quote or escape, which it hands to the handler.
+func TestAccessLogAsSlogWritesIt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	zones := []*time.Location{time.UTC, time.FixedZone("", 3600), time.FixedZone("", -(9*3600 + 30*60))}
+	for _, json := range []bool{false, true} {
+		var got, want bytes.Buffer
+		var handler, reference slog.Handler
+		if json {
+			handler, reference = slog.NewJSONHandler(&got, nil), slog.NewJSONHandler(&want, nil)
+		} else {
+			handler, reference = slog.NewTextHandler(&got, nil), slog.NewTextHandler(&want, nil)
+		}
+		l := newAccessLog(&got, json, handler)
+		for i := range 5000 {
+			s := httpapi.Served{
+				Method: pick("GET", "POST", "DELETE", "HEAD", "OPTIONS", "BREW", "", "G\"T"),
+				Path: pick("/plants", "/plants/42", "/plants/-9223372036854775808", "/", "", "/a b", "/a=b",
+					"/%2F", "/plants/\u202e", "/plants/\x00", "/pl\"ants", `/back\slash`, "/ünï", "/\xff", "/~user/x.y_z", "/a+b:c@d"),
+				Status:    pick2(rng, 200, 204, 400, 404, 503),
+				Code:      pick2(rng, 0, 0, 400, 401, 409, 503, 504),
+				RequestID: pick("0123456789abcdef0123456789abcdef", "client-id_1.2", "a=b", "x\"y", "", "id with space", `\`),
+				Start:     time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))]),
+				Duration:  time.Duration(rng.Int64N(int64(10 * time.Second))),
+			}
+			if i%7 == 0 {
+				s.Duration = time.Duration(rng.IntN(3)) * time.Millisecond
+			}
+			l.served(s)
+			r := slog.NewRecord(s.Start.Add(s.Duration), slog.LevelInfo, "request", 0)
+			r.AddAttrs(slog.String("method", s.Method), slog.String("path", s.Path), slog.Int("status", s.Status),
+				slog.Duration("duration", s.Duration), slog.String("request_id", s.RequestID))
+			if s.Code != 0 {
+				r.AddAttrs(slog.Int("error", s.Code))
+			}
+			reference.Handle(context.Background(), r)
+			if g, w := got.String(), want.String(); g != w {
+				t.Fatalf("json=%v: for %+v the access log wrote\n%s\nwhere slog writes\n%s", json, s, g, w)
+			}
+			got.Reset()
+			want.Reset()
+		}
+	}
+}
+
+func pick2(rng *rand.Rand, vs ...int) int { return vs[rng.IntN(len(vs))] }
+
+// BenchmarkAccessLog compares the access line accessLog appends with the
+// same line made by slog.Logger.LogAttrs, in both formats, into a writer
+// that throws it away.
+func BenchmarkAccessLog(b *testing.B) {
+	s := httpapi.Served{Method: "POST", Path: "/plants", Status: 400, Code: 409,
+		RequestID: "0123456789abcdef0123456789abcdef", Start: time.Now(), Duration: 1234567}
+	for _, json := range []bool{false, true} {
+		var h slog.Handler = slog.NewTextHandler(discard{}, nil)
+		if json {
+			h = slog.NewJSONHandler(discard{}, nil)
+		}
+		b.Run(fmt.Sprintf("json=%v/accessLog", json), func(b *testing.B) {
+			b.ReportAllocs()
+			l := newAccessLog(discard{}, json, h)
+			for b.Loop() {
+				l.served(s)
+			}
+		})
+		b.Run(fmt.Sprintf("json=%v/slog", json), func(b *testing.B) {
+			b.ReportAllocs()
+			logger := slog.New(h)
+			ctx := context.Background()
+			for b.Loop() {
+				logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", s.Method), slog.String("path", s.Path),
+					slog.Int("status", s.Status), slog.Duration("duration", s.Duration), slog.String("request_id", s.RequestID),
+					slog.Int("error", s.Code))
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
