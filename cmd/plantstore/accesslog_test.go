@@ -96,4 +96,3 @@ func BenchmarkAccessLog(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
