@@ -80,14 +80,13 @@ func (c *corsPolicy) allowOrigin(r *http.Request) []string {
 func (c *corsPolicy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hdr := w.Header()
-		if !c.any {
-			// The answer depends on the Origin header: a cache must not
-			// hand one origin's answer to another.
-			if v, ok := hdr["Vary"]; ok {
-				hdr["Vary"] = append(v, originVary[0])
-			} else {
-				hdr["Vary"] = originVary
-			}
+		// The answer depends on the Origin header, even with "*": a
+		// request without one gets no Access-Control-Allow-Origin. A cache
+		// must not hand one origin's answer, or one without, to another.
+		if v, ok := hdr["Vary"]; ok {
+			hdr["Vary"] = append(v, originVary[0])
+		} else {
+			hdr["Vary"] = originVary
 		}
 		if allow := c.allowOrigin(r); allow != nil {
 			hdr["Access-Control-Allow-Origin"] = allow

@@ -332,9 +332,9 @@ func listOptions(r *http.Request) (plantstore.ListOptions, error) {
 		if len(v) > 1 {
 			return opts, errRepeated("after")
 		}
-		n, err := strconv.ParseInt(v[0], 10, 64)
-		if err != nil {
-			return opts, &apiError{code: wire.CodeInvalid, msg: wire.Invalid("after", "must be a 64-bit signed integer")}
+		n, ok := canonicalInt(v[0])
+		if !ok {
+			return opts, &apiError{code: wire.CodeInvalid, msg: wire.Invalid("after", "must be a 64-bit signed integer in canonical decimal form")}
 		}
 		opts.After, opts.HasAfter = n, true
 	}
@@ -351,16 +351,24 @@ func errRepeated(name string) error {
 // optional "-"), so that one plant has one path: "+1", "01" and "1.0" are
 // not ids.
 func pathID(p httprouter.Params) (int64, error) {
-	s := p.ByName("id")
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" || (digits[0] == '0' && len(s) > 1) || digits[0] < '0' || digits[0] > '9' {
-		return 0, errBadID
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	id, ok := canonicalInt(p.ByName("id"))
+	if !ok {
 		return 0, errBadID
 	}
 	return id, nil
+}
+
+// canonicalInt parses s as an int64 written in canonical decimal form: 0,
+// or an optional minus sign and digits that do not begin with 0. Ids in
+// paths and cursors take this form only, so that one id has one spelling
+// ("+1", "01" and "-0" are none).
+func canonicalInt(s string) (int64, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || (digits[0] == '0' && len(s) > 1) || digits[0] < '0' || digits[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 func (h *handler) plant(w http.ResponseWriter, r *http.Request, p httprouter.Params) {

@@ -79,6 +79,7 @@ func TestListRejects(t *testing.T) {
 	for _, query := range []string{
 		"?limit=0", "?limit=-1", "?limit=1001", "?limit=abc", "?limit=1.5", "?limit=", "?limit=1&limit=2",
 		"?limit=99999999999", "?after=x", "?after=9223372036854775808", "?after=",
+		"?after=%2B1", "?after=01", "?after=-0", "?after=00", "?after=-01", "?after=1e3", "?after=%201",
 		"?limit=1%zz", "?limit=2;after=20", "?after=1&%", "?unknown=%G0&limit=1",
 	} {
 		t.Run(query, func(t *testing.T) {
