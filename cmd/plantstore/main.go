@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logs.Close()
 	}()
 
-	secret, err := webhookSecret(o, getenv)
+	secret, err := webhookSecret(o, getenv, logger)
 	if err != nil {
 		return err
 	}

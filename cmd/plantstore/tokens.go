@@ -72,6 +72,22 @@ func readSecretFile(name string) ([]byte, error) {
 	return data, nil
 }
 
+// warnIfShared logs a warning, once, when the file of secrets named
+// what, a regular file, may be read by its group or by others, naming
+// the chmod that fixes it. A pipe or device (-token-file /dev/stdin) is
+// left alone: its mode says nothing of who reads what it carries.
+func warnIfShared(logger *slog.Logger, what, file string) error {
+	info, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	if info.Mode().IsRegular() && info.Mode().Perm()&0o077 != 0 {
+		logger.Warn(what+" is readable by group or others; chmod 600 it", "file", file,
+			"mode", info.Mode().Perm().String(), "fix", "chmod 600 "+file)
+	}
+	return nil
+}
+
 // loadTokens gathers the accepted bearer tokens from the token file and the
 // PLANTSTORE_TOKENS environment variable. A token no client could send (see
 // [httpapi.CheckToken]) is an error naming where it is, by line or by
@@ -90,12 +106,8 @@ func loadTokens(file string, getenv func(string) string, logger *slog.Logger) ([
 	if file == "" {
 		return tokens, nil
 	}
-	info, err := os.Stat(file)
-	if err != nil {
+	if err := warnIfShared(logger, "token file", file); err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
-	}
-	if info.Mode().IsRegular() && info.Mode().Perm()&0o077 != 0 {
-		logger.Warn("token file is readable by group or others; chmod 600 it", "file", file, "mode", info.Mode().Perm().String())
 	}
 	data, err := readSecretFile(file)
 	if err != nil {

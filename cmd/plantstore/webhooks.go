@@ -35,16 +35,23 @@ func (e *weakSecretError) Error() string {
 func (e *weakSecretError) Unwrap() error { return e.Err }
 
 // webhookSecret returns the signing secret for -webhook subscribers, from
-// -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, or "" when there are
-// no subscribers. It is read and checked with [webhook.CheckSecret] before
-// anything is opened, so that a missing or weak secret stops the binary
-// before it creates a database.
-func webhookSecret(o *options, getenv func(string) string) (string, error) {
+// -webhook-secret-file or PLANTSTORE_WEBHOOK_SECRET, either trimmed of
+// surrounding white space, or "" when there are no subscribers. A secret
+// file that group or others may read is used, with a warning. It is read
+// and checked with [webhook.CheckSecret] before anything is opened, so
+// that a missing or weak secret stops the binary before it creates a
+// database.
+func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	secret, file := getenv("PLANTSTORE_WEBHOOK_SECRET"), ""
+	// Both sources are trimmed alike: an editor's or a shell's trailing
+	// newline is not part of the key.
+	secret, file := strings.TrimSpace(getenv("PLANTSTORE_WEBHOOK_SECRET")), ""
 	if o.webhookSecret != "" {
+		if err := warnIfShared(logger, "webhook secret file", o.webhookSecret); err != nil {
+			return "", fmt.Errorf("webhook secret: %w", err)
+		}
 		data, err := readSecretFile(o.webhookSecret)
 		if err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)

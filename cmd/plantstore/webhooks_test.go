@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -180,4 +182,52 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 			logged(out, "webhook: outbox full: dropped the oldest pending events, undelivered") >= 1 &&
 			logged(out, "webhook: subscriber down: deliveries paused but for one probe at a time") == 1
 	})
+}
+
+// TestWebhookSecretSources checks that the variable and the file give the
+// same secret, trimmed alike of the newline an editor or a shell leaves,
+// and that a secret file group or others may read is used with one
+// warning naming the chmod that fixes it.
+func TestWebhookSecretSources(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.WriteFile(shared, []byte(" "+secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(dir, "private")
+	if err := os.WriteFile(private, []byte(secret+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      string
+		file     string
+		wantWarn bool
+	}{
+		{name: "variable with a newline", env: secret + "\n"},
+		{name: "variable with spaces", env: "  " + secret + "\t"},
+		{name: "private file", file: private},
+		{name: "shared file", file: shared, wantWarn: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecret: tt.file}
+			got, err := webhookSecret(o, func(k string) string {
+				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env}[k]
+			}, logger)
+			if err != nil || got != secret {
+				t.Fatalf("webhookSecret = %q, %v; want %q", got, err, secret)
+			}
+			warned := logged(logs.String(), "webhook secret file is readable by group or others; chmod 600 it")
+			if tt.wantWarn != (warned == 1) || warned > 1 {
+				t.Errorf("%d warnings about the file's mode, want %v:\n%s", warned, tt.wantWarn, &logs)
+			}
+			if tt.wantWarn && !strings.Contains(logs.String(), `fix="chmod 600 `+tt.file+`"`) {
+				t.Errorf("the warning does not name the chmod that fixes it:\n%s", &logs)
+			}
+		})
+	}
 }
