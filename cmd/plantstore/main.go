@@ -216,7 +216,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 // -log-format names.
 func newLogger(o *options, w io.Writer) *slog.Logger {
 	if o.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
+		return slog.New(slog.NewJSONHandler(escapingWriter{w}, &slog.HandlerOptions{Level: o.logLevel}))
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
 }
