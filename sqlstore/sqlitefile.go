@@ -85,7 +85,7 @@ func PrepareSQLiteFile(ctx context.Context, driverName, path string) error {
 		}
 		return nil
 	case errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && !bytes.HasPrefix(header, []byte(sqliteMagic))):
-		return notPlantstoreError(path, fmt.Sprintf("it is not a SQLite database (it does not begin with %q)", strings.TrimSuffix(sqliteMagic, "\x00")))
+		return notSQLiteError(path)
 	case err != nil:
 		return fmt.Errorf("sqlstore: read %s: %w", path, err)
 	}
@@ -110,6 +110,12 @@ func PrepareSQLiteFile(ctx context.Context, driverName, path string) error {
 		return notPlantstoreError(path, found)
 	}
 	return nil
+}
+
+// notSQLiteError returns the error for a file at path whose header is not
+// SQLite's.
+func notSQLiteError(path string) error {
+	return notPlantstoreError(path, fmt.Sprintf("it is not a SQLite database (it does not begin with %q)", strings.TrimSuffix(sqliteMagic, "\x00")))
 }
 
 // notPlantstoreError returns an error wrapping [ErrNotPlantstore] that says

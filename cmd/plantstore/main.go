@@ -231,6 +231,9 @@ func (e loggedError) Unwrap() error { return e.err }
 // run is the whole program: it serves until ctx ends, then drains
 // in-flight requests and returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	if isCommand(args) {
+		return commands[args[0]](ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		printUsage(stdout, o.fs)

@@ -1,0 +1,48 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/plantstore/plantstore"
+)
+
+func TestBackupSQLite(t *testing.T) {
+	db, _ := sqliteBackend.newDB(t)
+	s := openStore(t, db, SQLite, WithOutbox())
+	ctx := context.Background()
+	for id := range int64(100) {
+		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	if err := BackupSQLite(ctx, "sqlite", db, dst); err != nil {
+		t.Fatalf("BackupSQLite = %v", err)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the copy: %v, mode %v; want mode 0600", err, fi.Mode())
+	}
+	if err := BackupSQLite(ctx, "sqlite", db, dst); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("BackupSQLite over an existing file = %v, want fs.ErrExist", err)
+	}
+	copyDB := openDB(t, "sqlite", SQLiteDSN(dst))
+	c := openStore(t, copyDB, SQLite)
+	got, err := c.List(ctx, 0, 1000)
+	if err != nil || len(got) != 100 {
+		t.Errorf("the copy lists %d plants (%v), want 100", len(got), err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(dst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "copy.db" && e.Name() != "copy.db-wal" && e.Name() != "copy.db-shm" {
+			t.Errorf("%s left beside the copy", e.Name())
+		}
+	}
+}
