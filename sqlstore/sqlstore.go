@@ -99,13 +99,13 @@ const DefaultTimeout = 5 * time.Second
 type Option func(*config)
 
 type config struct {
-	group      bool
-	outbox     bool
-	outboxMax  int // see WithOutboxMaxPending; 0: no bound
-	timeout    time.Duration
-	lockWait   time.Duration // see WithLockTimeout; 0: none
-	idleInTx   time.Duration // see WithIdleInTransactionTimeout; 0: none
-	hooks      Hooks
+	group     bool
+	outbox    bool
+	outboxMax int // see WithOutboxMaxPending; 0: no bound
+	timeout   time.Duration
+	lockWait  time.Duration // see WithLockTimeout; 0: none
+	idleInTx  time.Duration // see WithIdleInTransactionTimeout; 0: none
+	hooks     Hooks
 }
 
 // WithLockTimeout makes every write transaction of the Store on
