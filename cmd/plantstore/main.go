@@ -38,8 +38,11 @@ func main() {
 	if _, ok := errors.AsType[loggedError](err); !ok {
 		fmt.Fprintln(os.Stderr, "plantstore:", err)
 	}
-	if errors.Is(err, errBadArgs) {
+	switch {
+	case errors.Is(err, errBadArgs):
 		os.Exit(2)
+	case errors.Is(err, errDiskFull):
+		os.Exit(3)
 	}
 	os.Exit(1)
 }

@@ -32,7 +32,11 @@ func openSQLite(ctx context.Context, path string, opts []sqlstore.Option) (plant
 	if err != nil {
 		return nil, nil, fmt.Errorf("open SQLite file %s: %w", path, err)
 	}
-	return openSQL(ctx, db, sqlstore.SQLite, opts, "SQLite file "+path)
+	s, closeStore, err := openSQL(ctx, db, sqlstore.SQLite, opts, "SQLite file "+path)
+	if full := diskFull(path, err); full != nil {
+		return nil, nil, full
+	}
+	return s, closeStore, err
 }
 
 // openPostgres opens the PostgreSQL database at dsn.
