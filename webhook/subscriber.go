@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -387,14 +388,63 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
+		if text, ok := malformedResponse(err); ok {
+			// net/http quotes what it could not parse, and that is the
+			// subscriber's to keep: only its length is logged, and a
+			// short prefix at debug level.
+			s.d.log.DebugContext(ctx, "webhook: malformed response", "subscriber_index", s.idx,
+				"length", len(text), "prefix", escapedPrefix(text))
+			return fmt.Errorf("webhook: malformed HTTP response (%d bytes)", len(text))
+		}
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	var head [responsePrefix]byte
+	n, _ := io.ReadFull(resp.Body, head[:])
+	rest, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("webhook: response status %d", resp.StatusCode)
+		if n > 0 {
+			s.d.log.DebugContext(ctx, "webhook: failed response", "subscriber_index", s.idx,
+				"status", resp.StatusCode, "prefix", escapedPrefix(string(head[:n])))
+		}
+		return fmt.Errorf("webhook: response status %d, %d bytes", resp.StatusCode, int64(n)+rest)
 	}
 	return nil
+}
+
+// responsePrefix is how many bytes of a subscriber's failed or malformed
+// response are logged, escaped, at debug level.
+const responsePrefix = 32
+
+// malformedResponse returns the text net/http quoted in err as what it
+// could not parse of a response (malformed HTTP response, status code or
+// version), or false when err is not such an error.
+func malformedResponse(err error) (string, bool) {
+	msg := err.Error()
+	i := strings.Index(msg, "malformed HTTP ")
+	if i < 0 {
+		return "", false
+	}
+	rest := msg[i:]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return "", true
+	}
+	if q, err := strconv.QuotedPrefix(rest[j:]); err == nil {
+		if text, err := strconv.Unquote(q); err == nil {
+			return text, true
+		}
+	}
+	return rest[j:], true
+}
+
+// escapedPrefix returns at most responsePrefix bytes of s, quoted with Go
+// escapes, so that nothing in it can break a log line.
+func escapedPrefix(s string) string {
+	if len(s) > responsePrefix {
+		s = s[:responsePrefix]
+	}
+	return strconv.QuoteToASCII(s)
 }
 
 // handle takes the outcome of an attempt: it ends the delivery, or
