@@ -424,7 +424,9 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request, _ httprouter.P
 // sends n bytes holds about 2n at most.
 func (h *handler) readBody(buf *buffer, body io.Reader) ([]byte, error) {
 	bb := bytes.NewBuffer(buf.b[:0])
-	_, err := bb.ReadFrom(io.LimitReader(body, h.maxBody+1))
+	buf.limit = io.LimitedReader{R: body, N: h.maxBody + 1}
+	_, err := bb.ReadFrom(&buf.limit)
+	buf.limit.R = nil
 	buf.b = bb.Bytes()
 	if int64(len(buf.b)) > h.maxBody {
 		return nil, h.tooLarge
@@ -439,8 +441,13 @@ func (h *handler) readBody(buf *buffer, body io.Reader) ([]byte, error) {
 }
 
 // A buffer is a reusable byte slice. Buffers that grew past maxPooled are
-// not kept.
-type buffer struct{ b []byte }
+// not kept. limit is readBody's reader of the body: pooled with the slice
+// rather than made per request by io.LimitReader, which escapes to the heap
+// through bytes.Buffer.ReadFrom.
+type buffer struct {
+	b     []byte
+	limit io.LimitedReader
+}
 
 const maxPooled = 64 << 10
 
