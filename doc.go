@@ -17,14 +17,6 @@
 // lost, so it may or may not have been kept. Any other error is a storage
 // failure, wrapped with its cause.
 //
-// Every package is configured the same way: New takes what the package
-// cannot work without, then functional options, most named With…:
-// New(storage, [OnCreate](f)) here, httpapi.New(ps, httpapi.WithTokens(t)),
-// client.New(url, client.WithToken(t)). sqlstore's is Open(ctx, db,
-// dialect, opts...), named for the checks and migration it runs; memstore,
-// with nothing to configure, takes no options. No option is required: the
-// defaults are documented and safe (httpapi, for one, accepts no token
-// until told which). An option is a function, so adding one breaks no
-// caller, and it can check what it is given, as go-cmp's and gRPC's
-// options do.
+// [New] takes the storage and functional options ([OnCreate]); no option
+// is required.
 package plantstore

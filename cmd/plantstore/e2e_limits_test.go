@@ -248,7 +248,7 @@ func TestHeadersOverLimitGetTheError(t *testing.T) {
 // TestAnswersNetHTTPGivesItself lists the requests that net/http answers
 // before any handler runs, so that they cannot carry the API's Error: it
 // writes the answer itself, as text/plain (or with no body), and closes
-// the connection. README's "Answers net/http gives itself" names them.
+// the connection. docs/operations.md's "Answers net/http gives itself" names them.
 func TestAnswersNetHTTPGivesItself(t *testing.T) {
 	url := startServer(t, "-db", "memory")
 	tests := []struct {

@@ -13,26 +13,26 @@ import (
 	"github.com/plantstore/plantstore/internal/proctest"
 )
 
-// A readmeStep is one command of the README's walkthrough and the lines
-// the README says it prints.
+// A readmeStep is one command of the curl walkthrough and the lines
+// docs/api.md says it prints.
 type readmeStep struct {
 	command string
 	want    []string
 }
 
-// readmeSteps returns the commands of the README's "Try it with curl"
-// section, in order.
+// readmeSteps returns the commands of the "Try it with curl" section of
+// docs/api.md, which the README points to, in order.
 func readmeSteps(t *testing.T) []readmeStep {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	start := strings.Index(readme, "## Try it with curl\n")
-	end := strings.Index(readme, "## The API\n")
+	end := strings.Index(readme, "## Operations\n")
 	if start < 0 || end < start {
-		t.Fatal(`README.md has no "## Try it with curl" section before "## The API"`)
+		t.Fatal(`docs/api.md has no "## Try it with curl" section before "## Operations"`)
 	}
 	var steps []readmeStep
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme[start:end], -1) {
@@ -42,7 +42,7 @@ func readmeSteps(t *testing.T) []readmeStep {
 			case strings.TrimSpace(line) == "":
 			case strings.HasPrefix(line, "# "):
 				if len(steps) == 0 {
-					t.Fatalf("README walkthrough: output %q before any command", line)
+					t.Fatalf("docs/api.md walkthrough: output %q before any command", line)
 				}
 				steps[len(steps)-1].want = append(steps[len(steps)-1].want, expectedOutput(line[2:]))
 			default:
@@ -51,7 +51,7 @@ func readmeSteps(t *testing.T) []readmeStep {
 		}
 	}
 	if len(steps) < 10 {
-		t.Fatalf("README walkthrough: found %d commands, want the whole walkthrough", len(steps))
+		t.Fatalf("docs/api.md walkthrough: found %d commands, want the whole walkthrough", len(steps))
 	}
 	return steps
 }
@@ -60,7 +60,7 @@ func readmeSteps(t *testing.T) []readmeStep {
 // spaces.
 var annotation = regexp.MustCompile(`^(.*?\S)\s{2,}\S.*$`)
 
-// expectedOutput turns an output line of the README into a regular
+// expectedOutput turns an output line of the walkthrough into a regular
 // expression: the line without its annotation, where what changes from
 // run to run (a generated request id, a time, a duration) may differ.
 func expectedOutput(line string) string {
@@ -73,10 +73,10 @@ func expectedOutput(line string) string {
 	return "^" + re + "$"
 }
 
-// TestReadmeWalkthrough runs the README's curl walkthrough with bash, as a
+// TestCurlWalkthrough runs the curl walkthrough of docs/api.md with bash, as a
 // newcomer pastes it (on a free port, with its files in a temporary
-// directory), and checks every command's output against the README.
-func TestReadmeWalkthrough(t *testing.T) {
+// directory), and checks every command's output against docs/api.md.
+func TestCurlWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server; skipped in -short mode")
 	}
@@ -121,7 +121,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			ok = regexp.MustCompile(s.want[j]).MatchString(got[j])
 		}
 		if !ok {
-			t.Errorf("README: %s\nprints %q\nwant lines matching %q", s.command, got, s.want)
+			t.Errorf("docs/api.md: %s\nprints %q\nwant lines matching %q", s.command, got, s.want)
 		}
 	}
 }
