@@ -60,6 +60,11 @@ func WithToken(token string) Option {
 // [http.DefaultClient]: for timeouts, TLS settings, proxies or a transport
 // of your own. A call's deadline is better given by its context, which
 // also ends the waits between attempts.
+//
+// New copies *hc and replaces the copy's CheckRedirect, so that hc's own
+// redirect policy is never consulted: the client follows no redirect (see
+// [New]). Changes made to hc after New are not seen; its Transport and Jar
+// are shared.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.hc = hc }
 }
@@ -76,6 +81,16 @@ func WithRetry(p RetryPolicy) Option {
 // http or https URL, which may carry a path prefix when the server's
 // handler is mounted under one ("https://example.com/api" serves
 // /api/plants). It must not carry credentials, a query or a fragment.
+//
+// The client sends its token, and the plants it creates, to baseURL's
+// origin (scheme, host and port) and nowhere else. It follows no
+// redirect, not even within that origin: the API has none, so a redirect
+// means that baseURL is not the server's (an http URL for an https
+// server, a server that moved), and following one could only hide that.
+// net/http, left to follow it, would send the Authorization header to
+// another port, scheme or subdomain of the host, and a 307's body to any
+// host. A redirect is answered with a [*ProtocolError] that says where it
+// led; the caller decides whether that is the server's new URL.
 //
 // Errors: New reports an invalid baseURL, token or retry policy; it does
 // not contact the server (see [Client.Ping]).
@@ -108,6 +123,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		return nil, errors.New("client: WithHTTPClient(nil)")
 	}
+	hc := *c.hc
+	hc.CheckRedirect = refuseRedirect
+	c.hc = &hc
 	if c.token != "" && !wire.IsB64Token(c.token) {
 		return nil, errors.New("client: invalid token: it must be an RFC 6750 b64token (letters, digits, -._~+/, then any =)")
 	}

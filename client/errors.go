@@ -126,6 +126,60 @@ func validationError(msg string) *plantstore.ValidationError {
 	return nil
 }
 
+// A ProtocolError is an answer outside the API contract: a redirect,
+// which the API never answers and the client never follows (see [New]).
+// The call did not succeed. A create or delete may still have been acted
+// on before the answer was made, so for those the error also wraps
+// [plantstore.ErrOutcomeUnknown]. It is not repeated: it usually means
+// that the base URL leads somewhere other than a plantstore server, which
+// another attempt would not change.
+type ProtocolError struct {
+	// StatusCode is the response's HTTP status.
+	StatusCode int
+
+	msg   string // the request, and what is wrong with its answer
+	write bool   // the call was a create or delete
+}
+
+func (e *ProtocolError) Error() string {
+	if e.write {
+		return "client: " + e.msg + "; whether it took effect is unknown"
+	}
+	return "client: " + e.msg
+}
+
+// Unwrap returns [plantstore.ErrOutcomeUnknown] for a create or delete,
+// and nil for a read.
+func (e *ProtocolError) Unwrap() error {
+	if e.write {
+		return plantstore.ErrOutcomeUnknown
+	}
+	return nil
+}
+
+// redirectError reports the redirect res answered cl with.
+func redirectError(cl *call, res *http.Response) *ProtocolError {
+	to := ""
+	if loc, err := res.Location(); err == nil {
+		to = " to " + loc.Redacted()
+	}
+	return &ProtocolError{
+		StatusCode: res.StatusCode,
+		msg: cl.method + " " + cl.url + " was answered " + statusText(res.StatusCode) + to +
+			": the client follows no redirect; give it the server's URL",
+		write: cl.write,
+	}
+}
+
+// statusText returns an HTTP status as a response line shows it, in the
+// client's words rather than the server's.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
+}
+
 // A transportError is a request that got no response, with what that
 // means for the plant: [plantstore.ErrUnavailable] when nothing was sent,
 // [plantstore.ErrOutcomeUnknown] when a create or delete was sent.

@@ -218,7 +218,6 @@ func TestErrorsWithoutBody(t *testing.T) {
 		{name: "create 409", status: 409, body: page, call: create, wantCode: 409, wantIs: plantstore.ErrConflict},
 		{name: "create 500", status: 500, body: page, call: create, wantCode: 500},
 		{name: "read 401", status: 401, body: page, call: read, wantCode: 401},
-		{name: "redirect not followed", status: 304, body: "", call: read, wantCode: 304},
 		{name: "JSON error that is not an Error", status: 502, contentType: "application/json",
 			body: `{"error":"bad gateway","message":"upstream"}`, call: create, wantCode: 502, wantIs: plantstore.ErrOutcomeUnknown},
 		{name: "Error body without Content-Type", status: 400, contentType: "text/plain",
