@@ -126,49 +126,71 @@ func validationError(msg string) *plantstore.ValidationError {
 	return nil
 }
 
-// A ProtocolError is an answer outside the API contract: a redirect,
-// which the API never answers and the client never follows (see [New]).
-// The call did not succeed. A create or delete may still have been acted
-// on before the answer was made, so for those the error also wraps
-// [plantstore.ErrOutcomeUnknown]. It is not repeated: it usually means
-// that the base URL leads somewhere other than a plantstore server, which
-// another attempt would not change.
+// A ProtocolError is an answer outside the API contract: a success status
+// other than the call's own (the contract answers a create 200 with the
+// Plant, a read of a plant 200 with it, a list 200 with an array of
+// plants, a delete 204, a ping 200), a body that is not the one its status
+// promises, or a redirect, which the API never answers and the client
+// never follows (see [New]). The call did not succeed. A create or delete
+// may still have been acted on by whatever answered, so for those the
+// error also wraps [plantstore.ErrOutcomeUnknown]. It is not repeated: it
+// usually means that the base URL leads somewhere other than a plantstore
+// server, which another attempt would not change.
 type ProtocolError struct {
 	// StatusCode is the response's HTTP status.
 	StatusCode int
 
 	msg   string // the request, and what is wrong with its answer
+	err   error  // why the body is not the call's, or nil
 	write bool   // the call was a create or delete
 }
 
 func (e *ProtocolError) Error() string {
-	if e.write {
-		return "client: " + e.msg + "; whether it took effect is unknown"
+	s := "client: " + e.msg
+	if e.err != nil {
+		s += ": " + e.err.Error()
 	}
-	return "client: " + e.msg
+	if e.write {
+		s += " (whether it took effect is unknown)"
+	}
+	return s
 }
 
 // Unwrap returns [plantstore.ErrOutcomeUnknown] for a create or delete,
-// and nil for a read.
-func (e *ProtocolError) Unwrap() error {
+// and the error that kept the body from being read as the call's answer,
+// if any.
+func (e *ProtocolError) Unwrap() []error {
+	var errs []error
 	if e.write {
-		return plantstore.ErrOutcomeUnknown
+		errs = append(errs, plantstore.ErrOutcomeUnknown)
 	}
-	return nil
+	if e.err != nil {
+		errs = append(errs, e.err)
+	}
+	return errs
 }
 
-// redirectError reports the redirect res answered cl with.
-func redirectError(cl *call, res *http.Response) *ProtocolError {
-	to := ""
-	if loc, err := res.Location(); err == nil {
-		to = " to " + loc.Redacted()
-	}
+// protocolError reports that the answer to cl, of status status, is
+// outside the contract: what is wrong with it, and err, the cause if any.
+func (cl *call) protocolError(status int, what string, err error) *ProtocolError {
 	return &ProtocolError{
-		StatusCode: res.StatusCode,
-		msg: cl.method + " " + cl.url + " was answered " + statusText(res.StatusCode) + to +
-			": the client follows no redirect; give it the server's URL",
-		write: cl.write,
+		StatusCode: status,
+		msg:        cl.method + " " + cl.url + " was answered " + statusText(status) + " " + what,
+		err:        err,
+		write:      cl.write,
 	}
+}
+
+// statusError reports res, an answer to cl that is neither the contract's
+// success for it nor an error.
+func statusError(cl *call, res *http.Response) *ProtocolError {
+	what := "instead of " + statusText(cl.ok)
+	if res.StatusCode >= 300 && res.StatusCode <= 399 {
+		if loc, err := res.Location(); err == nil {
+			what = "to " + loc.Redacted() + ": the client follows no redirect; give it the server's URL"
+		}
+	}
+	return cl.protocolError(res.StatusCode, what, nil)
 }
 
 // statusText returns an HTTP status as a response line shows it, in the

@@ -28,6 +28,9 @@ type call struct {
 	plant bool
 	// once makes the call a single attempt.
 	once bool
+	// ok is the call's success status in the API contract; any other
+	// below 400 is a ProtocolError.
+	ok int
 }
 
 // A response is the successful answer to a call.
@@ -78,10 +81,10 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 		return nil, f, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode >= 300 && res.StatusCode <= 399 {
-		return nil, final, redirectError(cl, res)
+	if res.StatusCode != cl.ok && res.StatusCode < 400 {
+		return nil, final, statusError(cl, res)
 	}
-	if res.StatusCode >= 200 && res.StatusCode <= 299 {
+	if res.StatusCode == cl.ok {
 		b, err := io.ReadAll(res.Body)
 		if err != nil && !cl.write {
 			// A read can simply be asked again.
