@@ -5,10 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/wire"
+)
+
+var (
+	// ErrUnauthorized reports that the server refused the client's
+	// credentials as missing, malformed or unknown (error 401): check the
+	// token given to [WithToken].
+	ErrUnauthorized = errors.New("client: credentials refused")
+
+	// ErrForbidden reports that the server knows the client's credentials
+	// but does not let them use the resource (error 403).
+	ErrForbidden = errors.New("client: credentials forbidden")
 )
 
 // An Error is a failure the server answered: its Error body, or, for a
@@ -19,8 +31,14 @@ import (
 //
 //   - error 409: [plantstore.ErrConflict]
 //   - error 404 for one plant's path: [plantstore.ErrNotFound]
-//   - error 400 "invalid <field>: <reason>" for the field id, name, tag or
-//     limit: a [*plantstore.ValidationError]
+//   - error 400 "invalid <field>: <reason>" in the server's Error body, for
+//     a field the server validates (id, name, tag, limit, after): a
+//     [*plantstore.ValidationError]. The Error shape holds only a code and
+//     a message, so the field and the reason are parsed from the message,
+//     which the server writes in this one form for every such field; a
+//     400 whose message names no field (malformed JSON, a malformed query)
+//     unwraps to nothing
+//   - error 401: [ErrUnauthorized]; error 403: [ErrForbidden]
 //   - error 503 in the server's Error body: [plantstore.ErrUnavailable];
 //     nothing of the request was kept. A 503 without one (a proxy's page)
 //     to a create or delete: [plantstore.ErrOutcomeUnknown], since a proxy
@@ -29,7 +47,10 @@ import (
 //   - error 504, or a gateway's 502, to a create or delete:
 //     [plantstore.ErrOutcomeUnknown]; to a read: [plantstore.ErrUnavailable]
 //
-// Any other Error (401, 413, 415, 500, …) unwraps to nothing.
+// The code is read from the Error body, so these hold whether the server
+// answers failures with the contract's 400 or with conventional statuses;
+// a response without an Error body (a proxy's page) is mapped by its
+// status. Any other Error (413, 415, 500, …) unwraps to nothing.
 type Error struct {
 	// StatusCode is the response's HTTP status. The plantstore server
 	// answers each failure with 400 unless it uses conventional statuses.
@@ -75,6 +96,10 @@ func responseError(cl *call, status int, header http.Header, body []byte) *Error
 				e.err = ve
 			}
 		}
+	case http.StatusUnauthorized:
+		e.err = ErrUnauthorized
+	case http.StatusForbidden:
+		e.err = ErrForbidden
 	case http.StatusNotFound:
 		if fromServer && cl.plant && e.Message != wire.NoSuchResource {
 			e.err = plantstore.ErrNotFound
@@ -111,19 +136,17 @@ func (e *Error) failure(cl *call) failure {
 }
 
 // validationError returns the field and reason of error 400's message
-// about one of the fields the library validates, or nil. The Error shape
+// about one of the fields the server validates, or nil. The Error shape
 // holds only a code and a message, so the field is read from the message,
-// by the package that writes it on the server (wire.Invalid).
+// by the package that writes it on the server (wire.Invalid); a field
+// outside wire.Fields is not taken for one, so that another server's
+// "invalid <something>: …" does not pass for a field of the API.
 func validationError(msg string) *plantstore.ValidationError {
 	field, reason, ok := wire.ParseInvalid(msg)
-	if !ok {
+	if !ok || !slices.Contains(wire.Fields(), field) {
 		return nil
 	}
-	switch field {
-	case "id", "name", "tag", "limit":
-		return &plantstore.ValidationError{Field: field, Reason: reason}
-	}
-	return nil
+	return &plantstore.ValidationError{Field: field, Reason: reason}
 }
 
 // A ProtocolError is an answer outside the API contract: a success status
