@@ -9,11 +9,21 @@
 // Errors map back to the library's: [plantstore.ErrConflict],
 // [plantstore.ErrNotFound], [plantstore.ErrUnavailable] and
 // [plantstore.ErrOutcomeUnknown] are checked with [errors.Is], a
-// [*plantstore.ValidationError] with [errors.As]. An error answered by the
-// server is an [*Error] that carries its code and message and unwraps to
-// the library's error it stands for, if any. The client reads the code from
-// the Error body, so it works against a server that answers failures with
-// the contract's 400 as well as one with conventional statuses.
+// [*plantstore.ValidationError] with [errors.As]. Credentials the server
+// refuses are [ErrUnauthorized] (error 401) or [ErrForbidden] (error 403).
+// An error answered by the server is an [*Error] that carries its code and
+// message and unwraps to the error it stands for, if any. The client reads
+// the code from the Error body, so it works against a server that answers
+// failures with the contract's 400 as well as one with conventional
+// statuses. An answer the contract does not allow for the call (an empty
+// 201, a 200 to a delete, a redirect) is a [*ProtocolError], never a
+// success.
+//
+// The token, and the plants a create sends, go to the base URL's origin
+// (scheme, host and port) and to no other: the client follows no
+// redirect, whatever the [http.Client] given to [WithHTTPClient] would
+// do (see [New]), and [Client.All] follows no next link to another
+// origin.
 //
 // A call is repeated, with exponential backoff and full jitter, only when
 // repeating it cannot store or delete a plant twice: when nothing reached

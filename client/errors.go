@@ -26,8 +26,8 @@ var (
 // An Error is a failure the server answered: its Error body, or, for a
 // response without one (a proxy's page, say), its HTTP status.
 //
-// It unwraps to the library's error it stands for, so that errors.Is and
-// errors.As treat it as they treat the library's own:
+// It unwraps to the error it stands for, the library's or the client's,
+// so that errors.Is and errors.As treat it as they treat those:
 //
 //   - error 409: [plantstore.ErrConflict]
 //   - error 404 for one plant's path: [plantstore.ErrNotFound]
@@ -70,7 +70,7 @@ func (e *Error) Error() string {
 	return "client: error " + strconv.Itoa(e.Code) + ": " + e.Message
 }
 
-// Unwrap returns the library's error e stands for, or nil.
+// Unwrap returns the error e stands for, or nil.
 func (e *Error) Unwrap() error { return e.err }
 
 // responseError reads a failed response to cl: the code from its Error
