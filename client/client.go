@@ -9,11 +9,21 @@
 // Errors map back to the library's: [plantstore.ErrConflict],
 // [plantstore.ErrNotFound], [plantstore.ErrUnavailable] and
 // [plantstore.ErrOutcomeUnknown] are checked with [errors.Is], a
-// [*plantstore.ValidationError] with [errors.As]. An error answered by the
-// server is an [*Error] that carries its code and message and unwraps to
-// the library's error it stands for, if any. The client reads the code from
-// the Error body, so it works against a server that answers failures with
-// the contract's 400 as well as one with conventional statuses.
+// [*plantstore.ValidationError] with [errors.As]. Credentials the server
+// refuses are [ErrUnauthorized] (error 401) or [ErrForbidden] (error 403).
+// An error answered by the server is an [*Error] that carries its code and
+// message and unwraps to the error it stands for, if any. The client reads
+// the code from the Error body, so it works against a server that answers
+// failures with the contract's 400 as well as one with conventional
+// statuses. An answer the contract does not allow for the call (an empty
+// 201, a 200 to a delete, a redirect) is a [*ProtocolError], never a
+// success.
+//
+// The token, and the plants a create sends, go to the base URL's origin
+// (scheme, host and port) and to no other: the client follows no
+// redirect, whatever the [http.Client] given to [WithHTTPClient] would
+// do (see [New]), and [Client.All] follows no next link to another
+// origin.
 //
 // A call is repeated, with exponential backoff and full jitter, only when
 // repeating it cannot store or delete a plant twice: when nothing reached
@@ -60,6 +70,11 @@ func WithToken(token string) Option {
 // [http.DefaultClient]: for timeouts, TLS settings, proxies or a transport
 // of your own. A call's deadline is better given by its context, which
 // also ends the waits between attempts.
+//
+// New copies *hc and replaces the copy's CheckRedirect, so that hc's own
+// redirect policy is never consulted: the client follows no redirect (see
+// [New]). Changes made to hc after New are not seen; its Transport and Jar
+// are shared.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.hc = hc }
 }
@@ -76,6 +91,16 @@ func WithRetry(p RetryPolicy) Option {
 // http or https URL, which may carry a path prefix when the server's
 // handler is mounted under one ("https://example.com/api" serves
 // /api/plants). It must not carry credentials, a query or a fragment.
+//
+// The client sends its token, and the plants it creates, to baseURL's
+// origin (scheme, host and port) and nowhere else. It follows no
+// redirect, not even within that origin: the API has none, so a redirect
+// means that baseURL is not the server's (an http URL for an https
+// server, a server that moved), and following one could only hide that.
+// net/http, left to follow it, would send the Authorization header to
+// another port, scheme or subdomain of the host, and a 307's body to any
+// host. A redirect is answered with a [*ProtocolError] that says where it
+// led; the caller decides whether that is the server's new URL.
 //
 // Errors: New reports an invalid baseURL, token or retry policy; it does
 // not contact the server (see [Client.Ping]).
@@ -108,6 +133,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		return nil, errors.New("client: WithHTTPClient(nil)")
 	}
+	hc := *c.hc
+	hc.CheckRedirect = refuseRedirect
+	c.hc = &hc
 	if c.token != "" && !wire.IsB64Token(c.token) {
 		return nil, errors.New("client: invalid token: it must be an RFC 6750 b64token (letters, digits, -._~+/, then any =)")
 	}

@@ -367,28 +367,3 @@ func TestContextEnded(t *testing.T) {
 		t.Errorf("the server got %d requests, want none", n)
 	}
 }
-
-// TestRedirectChangingMethod checks that a create or delete redirected
-// with 302, which http.Client follows with a GET, is not taken for done.
-func TestRedirectChangingMethod(t *testing.T) {
-	ms := memstore.New()
-	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	srv, _ := serve(t, newHandler(ms))
-	mux := http.NewServeMux()
-	mux.HandleFunc("/old/", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, srv.URL+strings.TrimPrefix(r.URL.Path, "/old"), http.StatusFound)
-	})
-	old, _ := serve(t, mux)
-	c := newClient(t, old.URL+"/old")
-	if err := c.Delete(t.Context(), 1); err == nil {
-		t.Error("Delete redirected with 302 succeeded: its GET found the plant")
-	}
-	if _, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "b"}); err == nil {
-		t.Error("Create redirected with 302 succeeded")
-	}
-	if _, err := c.Plant(t.Context(), 1); err != nil {
-		t.Errorf("Plant redirected with 302: %v; a GET may follow a redirect", err)
-	}
-}

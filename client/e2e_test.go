@@ -90,7 +90,7 @@ func TestAgainstBinary(t *testing.T) {
 	}
 	if _, err := wrong.Plant(ctx, 10); err == nil {
 		t.Error("a wrong token was accepted")
-	} else if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 401 {
-		t.Errorf("wrong token: %v, want a *client.Error with code 401", err)
+	} else if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 401 || !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("wrong token: %v, want a *client.Error with code 401, ErrUnauthorized", err)
 	}
 }

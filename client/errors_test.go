@@ -47,7 +47,28 @@ func withBody(body string) client.Option {
 	})})
 }
 
-var sentinels = []error{plantstore.ErrConflict, plantstore.ErrNotFound, plantstore.ErrUnavailable, plantstore.ErrOutcomeUnknown}
+var sentinels = []error{plantstore.ErrConflict, plantstore.ErrNotFound, plantstore.ErrUnavailable, plantstore.ErrOutcomeUnknown,
+	client.ErrUnauthorized, client.ErrForbidden}
+
+// rewriteURL makes each request go to the path and query that f returns
+// for its own.
+func rewriteURL(f func(path, query string) (string, string)) client.Option {
+	return client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
+		r.URL.Path, r.URL.RawQuery = f(r.URL.Path, r.URL.RawQuery)
+		r.URL.RawPath = ""
+	})})
+}
+
+// withQuery makes each request carry query instead of its own.
+func withQuery(query string) client.Option {
+	return rewriteURL(func(path, _ string) (string, string) { return path, query })
+}
+
+// forbidding is an authenticator that knows every caller and lets none
+// use the API.
+var forbidding = httpapi.AuthenticatorFunc(func(*http.Request, string) error {
+	return fmt.Errorf("read-only caller: %w", httpapi.ErrForbidden)
+})
 
 // TestErrorsFromServer drives the real handler into each failure and
 // checks the error each call returns, in both status modes.
@@ -94,12 +115,40 @@ func TestErrorsFromServer(t *testing.T) {
 		{name: "delete missing", call: del(2), wantCode: 404, wantIs: plantstore.ErrNotFound},
 		{name: "wrong prefix", path: "/nowhere", call: read(1), wantCode: 404,
 			reason: "a path the server does not serve is not a missing plant"},
-		{name: "wrong token", clientOpts: []client.Option{client.WithToken("wrong")}, call: create(2, "a"), wantCode: 401},
-		{name: "no token", clientOpts: []client.Option{client.WithToken("")}, call: read(1), wantCode: 401},
+		{name: "wrong token", clientOpts: []client.Option{client.WithToken("wrong")}, call: create(2, "a"),
+			wantCode: 401, wantIs: client.ErrUnauthorized},
+		{name: "no token", clientOpts: []client.Option{client.WithToken("")}, call: read(1),
+			wantCode: 401, wantIs: client.ErrUnauthorized},
+		{name: "malformed Authorization", call: read(1), wantCode: 401, wantIs: client.ErrUnauthorized,
+			clientOpts: []client.Option{client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
+				r.Header.Set("Authorization", "Basic "+token)
+			})})},
+			reason: "refused before the authenticator is asked, with the same code"},
+		{name: "forbidden", serverOpts: []httpapi.Option{httpapi.WithAuthenticator(forbidding)}, call: read(1),
+			wantCode: 403, wantIs: client.ErrForbidden, reason: "known credentials that may not use the API"},
+		{name: "forbidden create", serverOpts: []httpapi.Option{httpapi.WithAuthenticator(forbidding)}, call: create(2, "a"),
+			wantCode: 403, wantIs: client.ErrForbidden, reason: "refused before the body is read: nothing stored"},
+		{name: "authentication unavailable", call: read(1), wantCode: 503, wantIs: plantstore.ErrUnavailable,
+			serverOpts: []httpapi.Option{httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(
+				func(context.Context, string) error { return unavailable }))},
+			reason: "a backend that is down refused no one"},
 		{name: "limit negative", call: list(-1), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
 		{name: "limit over max", call: list(plantstore.MaxListLimit + 1), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
+		{name: "limit given twice", clientOpts: []client.Option{withQuery("limit=1&limit=2")}, call: list(0), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "given more than once"}},
+		{name: "after not an integer", clientOpts: []client.Option{withQuery("after=x")}, call: list(0), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "after", Reason: "must be a 64-bit signed integer in canonical decimal form"},
+			reason:    "the client never sends it, but the server validates after as it does limit"},
+		{name: "after given twice", clientOpts: []client.Option{withQuery("after=1&after=2")}, call: list(0), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "after", Reason: "given more than once"}},
+		{name: "id in the path not canonical", call: read(1), wantCode: 400,
+			clientOpts: []client.Option{rewriteURL(func(path, query string) (string, string) {
+				return strings.TrimSuffix(path, "/1") + "/01", query
+			})},
+			wantValid: &plantstore.ValidationError{Field: "id", Reason: "must be a 64-bit signed integer in canonical decimal form"},
+			reason:    "the id of a plant's path is the same field as the id of a NewPlant"},
 		{name: "body too large", serverOpts: []httpapi.Option{httpapi.WithMaxBodyBytes(64)},
 			call: create(2, strings.Repeat("n", 100)), wantCode: 413},
 		{name: "id not an integer", clientOpts: []client.Option{withBody(`{"id":"2","name":"a"}`)}, call: create(2, "a"),
@@ -111,6 +160,8 @@ func TestErrorsFromServer(t *testing.T) {
 			wantCode: 400, wantValid: &plantstore.ValidationError{Field: "tag", Reason: "must be a string"}},
 		{name: "malformed JSON", clientOpts: []client.Option{withBody(`{"id":2,`)}, call: create(2, "a"), wantCode: 400,
 			reason: "a syntax error names no field"},
+		{name: "malformed query", clientOpts: []client.Option{withQuery("limit=%zz")}, call: list(0), wantCode: 400,
+			reason: "names no field either"},
 		{name: "no Content-Type", call: create(2, "a"), wantCode: 415,
 			clientOpts: []client.Option{client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
 				r.Header.Del("Content-Type")
@@ -217,8 +268,12 @@ func TestErrorsWithoutBody(t *testing.T) {
 			reason: "not the plantstore server's answer: perhaps a wrong base URL"},
 		{name: "create 409", status: 409, body: page, call: create, wantCode: 409, wantIs: plantstore.ErrConflict},
 		{name: "create 500", status: 500, body: page, call: create, wantCode: 500},
-		{name: "read 401", status: 401, body: page, call: read, wantCode: 401},
-		{name: "redirect not followed", status: 304, body: "", call: read, wantCode: 304},
+		{name: "read 401", status: 401, body: page, call: read, wantCode: 401, wantIs: client.ErrUnauthorized,
+			reason: "a proxy in front that refuses the credentials refuses them as the server would"},
+		{name: "create 403", status: 403, body: page, call: create, wantCode: 403, wantIs: client.ErrForbidden},
+		{name: "Error 403 in a 400", status: 400, contentType: "application/json",
+			body: `{"error":403,"message":"forbidden"}`, call: read, wantCode: 403, wantMessage: "forbidden",
+			wantIs: client.ErrForbidden, reason: "the code comes from the body, as the contract's server sends it"},
 		{name: "JSON error that is not an Error", status: 502, contentType: "application/json",
 			body: `{"error":"bad gateway","message":"upstream"}`, call: create, wantCode: 502, wantIs: plantstore.ErrOutcomeUnknown},
 		{name: "Error body without Content-Type", status: 400, contentType: "text/plain",

@@ -40,6 +40,13 @@ func Example() {
 		fmt.Println(ve.Field, "-", ve.Reason)
 	}
 
+	stranger, err := client.New(srv.URL+"/api", client.WithToken("guess"))
+	if err != nil {
+		panic(err)
+	}
+	_, err = stranger.Plant(ctx, 1)
+	fmt.Println(errors.Is(err, client.ErrUnauthorized))
+
 	if _, err := c.Create(ctx, plantstore.NewPlant{ID: 2, Name: "Aloe"}); err != nil {
 		panic(err)
 	}
@@ -54,6 +61,7 @@ func Example() {
 	// true client: error 409: a plant with this id already exists
 	// true
 	// limit - must be an integer from 1 to 1000
+	// true
 	// 1 Monstera
 	// 2 Aloe
 }

@@ -20,9 +20,10 @@ type wirePlant struct {
 	Tag  *string `json:"tag,omitempty"`
 }
 
-func (w wirePlant) plant() (plantstore.Plant, error) {
+// plant returns the Plant w holds, or false when w has no name.
+func (w wirePlant) plant() (plantstore.Plant, bool) {
 	if w.Name == nil {
-		return plantstore.Plant{}, errors.New("client: the server sent a plant without a name")
+		return plantstore.Plant{}, false
 	}
 	p := plantstore.Plant{Name: *w.Name}
 	if w.ID != nil {
@@ -31,7 +32,7 @@ func (w wirePlant) plant() (plantstore.Plant, error) {
 	if w.Tag != nil {
 		p.Tag, p.HasTag = *w.Tag, true
 	}
-	return p, nil
+	return p, true
 }
 
 // Create stores np on the server (POST /plants) and returns the stored
@@ -47,10 +48,12 @@ func (w wirePlant) plant() (plantstore.Plant, error) {
 // could not learn whether the plant was stored; an error wrapping
 // [plantstore.ErrUnavailable] when the server could not be reached (nothing
 // was sent), or [plantstore.ErrOutcomeUnknown] when the connection failed
-// or ctx ended after the request was sent; the context's error when ctx
-// ended before; any other [*Error] the server answered. On an error wrapping ErrOutcomeUnknown the plant may or may not
-// be stored: read it with [Client.Plant]. On any other error nothing was
-// stored.
+// or ctx ended after the request was sent; a [*ProtocolError], wrapping
+// [plantstore.ErrOutcomeUnknown], when the answer is not the contract's
+// (anything but 200 with a Plant, or an error); the context's error when
+// ctx ended before; any other [*Error] the server answered. On an error
+// wrapping ErrOutcomeUnknown the plant may or may not be stored: read it
+// with [Client.Plant]. On any other error nothing was stored.
 func (c *Client) Create(ctx context.Context, np plantstore.NewPlant) (plantstore.Plant, error) {
 	if err := np.Validate(); err != nil {
 		return plantstore.Plant{}, err
@@ -63,7 +66,8 @@ func (c *Client) Create(ctx context.Context, np plantstore.NewPlant) (plantstore
 	if err != nil {
 		return plantstore.Plant{}, fmt.Errorf("client: %w", err)
 	}
-	resp, err := c.do(ctx, &call{method: http.MethodPost, url: c.plantsURL, body: body, write: true})
+	cl := &call{method: http.MethodPost, url: c.plantsURL, body: body, write: true, ok: http.StatusOK}
+	resp, err := c.do(ctx, cl)
 	if err != nil {
 		if oe, ok := errors.AsType[*outcomeError](err); ok && errors.Is(oe.last, plantstore.ErrConflict) {
 			return c.confirmCreated(ctx, np, oe)
@@ -76,11 +80,11 @@ func (c *Client) Create(ctx context.Context, np plantstore.NewPlant) (plantstore
 	}
 	var got wirePlant
 	if err := json.Unmarshal(resp.body, &got); err != nil {
-		return plantstore.Plant{}, fmt.Errorf("client: the server stored plant %d but its answer is not a Plant: %w", np.ID, err)
+		return plantstore.Plant{}, cl.protocolError(resp.status, "with a body that is not a Plant", err)
 	}
-	p, err := got.plant()
-	if err != nil {
-		return plantstore.Plant{}, err
+	p, ok := got.plant()
+	if !ok {
+		return plantstore.Plant{}, cl.protocolError(resp.status, "with a Plant without a name", nil)
 	}
 	p.ID = np.ID
 	return p, nil
@@ -105,23 +109,26 @@ func (c *Client) confirmCreated(ctx context.Context, np plantstore.NewPlant, oe 
 // Errors: an [*Error] wrapping [plantstore.ErrNotFound] when no plant has
 // that id, or [plantstore.ErrUnavailable] when the server's storage is
 // unavailable; an error wrapping [plantstore.ErrUnavailable] when the
-// server could not be reached; the context's error, wrapped; any other
-// [*Error] or transport failure.
+// server could not be reached; a [*ProtocolError] when the answer is not
+// the contract's (anything but 200 with the plant asked for, or an
+// error); the context's error, wrapped; any other [*Error] or transport
+// failure.
 func (c *Client) Plant(ctx context.Context, id int64) (plantstore.Plant, error) {
-	resp, err := c.do(ctx, &call{method: http.MethodGet, url: c.plantURL(id), plant: true})
+	cl := &call{method: http.MethodGet, url: c.plantURL(id), plant: true, ok: http.StatusOK}
+	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return plantstore.Plant{}, err
 	}
 	var got wirePlant
 	if err := json.Unmarshal(resp.body, &got); err != nil {
-		return plantstore.Plant{}, fmt.Errorf("client: plant %d: the answer is not a plant: %w", id, err)
+		return plantstore.Plant{}, cl.protocolError(resp.status, "with a body that is not a plant", err)
 	}
-	p, err := got.plant()
-	if err != nil {
-		return plantstore.Plant{}, err
-	}
-	if p.ID != id {
-		return plantstore.Plant{}, fmt.Errorf("client: asked for plant %d, the server sent plant %d", id, p.ID)
+	p, ok := got.plant()
+	switch {
+	case !ok:
+		return plantstore.Plant{}, cl.protocolError(resp.status, "with a plant without a name", nil)
+	case got.ID == nil || p.ID != id:
+		return plantstore.Plant{}, cl.protocolError(resp.status, "with another plant", nil)
 	}
 	return p, nil
 }
@@ -134,10 +141,12 @@ func (c *Client) Plant(ctx context.Context, id int64) (plantstore.Plant, error) 
 // [plantstore.ErrOutcomeUnknown] when the server could not learn whether
 // the plant was deleted; an error wrapping [plantstore.ErrUnavailable]
 // when the server could not be reached, or [plantstore.ErrOutcomeUnknown]
-// when the connection failed or ctx ended after the request was sent; any
-// other [*Error].
+// when the connection failed or ctx ended after the request was sent; a
+// [*ProtocolError], wrapping [plantstore.ErrOutcomeUnknown], when the
+// answer is not the contract's (anything but 204, or an error); any other
+// [*Error].
 func (c *Client) Delete(ctx context.Context, id int64) error {
-	_, err := c.do(ctx, &call{method: http.MethodDelete, url: c.plantURL(id), write: true, plant: true})
+	_, err := c.do(ctx, &call{method: http.MethodDelete, url: c.plantURL(id), write: true, plant: true, ok: http.StatusNoContent})
 	if oe, ok := errors.AsType[*outcomeError](err); ok && errors.Is(oe.last, plantstore.ErrNotFound) {
 		return nil // an earlier attempt, or someone else, deleted it
 	}
@@ -155,8 +164,10 @@ func (c *Client) plantURL(id int64) string {
 // Errors: an [*Error] wrapping a [*plantstore.ValidationError] for field
 // "limit" when the server refuses opts.Limit, or
 // [plantstore.ErrUnavailable]; an error wrapping
-// [plantstore.ErrUnavailable] when the server could not be reached; the
-// context's error, wrapped; any other [*Error] or transport failure.
+// [plantstore.ErrUnavailable] when the server could not be reached; a
+// [*ProtocolError] when the answer is not the contract's (anything but 200
+// with an array of plants, or an error); the context's error, wrapped; any
+// other [*Error] or transport failure.
 func (c *Client) List(ctx context.Context, opts plantstore.ListOptions) ([]plantstore.Plant, error) {
 	q := url.Values{}
 	if opts.Limit != 0 {
@@ -215,21 +226,24 @@ func (c *Client) All(ctx context.Context) iter.Seq2[plantstore.Plant, error] {
 
 // page reads the list at u: its plants, and the response they came in.
 func (c *Client) page(ctx context.Context, u string) ([]plantstore.Plant, *response, error) {
-	resp, err := c.do(ctx, &call{method: http.MethodGet, url: u})
+	cl := &call{method: http.MethodGet, url: u, ok: http.StatusOK}
+	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, nil, err
 	}
 	var wire []wirePlant
 	if err := json.Unmarshal(resp.body, &wire); err != nil {
-		return nil, nil, fmt.Errorf("client: %s: the answer is not a list of plants: %w", u, err)
+		return nil, nil, cl.protocolError(resp.status, "with a body that is not an array of plants", err)
 	}
 	plants := make([]plantstore.Plant, len(wire))
 	for i, w := range wire {
-		if w.ID == nil {
-			return nil, nil, fmt.Errorf("client: %s: the server sent a plant without an id", u)
-		}
-		if plants[i], err = w.plant(); err != nil {
-			return nil, nil, err
+		var ok bool
+		plants[i], ok = w.plant()
+		switch {
+		case w.ID == nil:
+			return nil, nil, cl.protocolError(resp.status, "with a plant without an id", nil)
+		case !ok:
+			return nil, nil, cl.protocolError(resp.status, "with a plant without a name", nil)
 		}
 	}
 	return plants, resp, nil
@@ -259,9 +273,10 @@ func (c *Client) nextPage(resp *response) (string, error) {
 //
 // Errors: an [*Error] wrapping [plantstore.ErrUnavailable] when the
 // server's storage is unavailable; an error wrapping
-// [plantstore.ErrUnavailable] when the server could not be reached; the
+// [plantstore.ErrUnavailable] when the server could not be reached; a
+// [*ProtocolError] when the answer is neither 200 nor an error; the
 // context's error, wrapped; any other [*Error] or transport failure.
 func (c *Client) Ping(ctx context.Context) error {
-	_, err := c.do(ctx, &call{method: http.MethodGet, url: c.readyzURL, once: true})
+	_, err := c.do(ctx, &call{method: http.MethodGet, url: c.readyzURL, once: true, ok: http.StatusOK})
 	return err
 }

@@ -28,6 +28,9 @@ type call struct {
 	plant bool
 	// once makes the call a single attempt.
 	once bool
+	// ok is the call's success status in the API contract; any other
+	// below 400 is a ProtocolError.
+	ok int
 }
 
 // A response is the successful answer to a call.
@@ -38,8 +41,13 @@ type response struct {
 	// bodyErr is why the body could not be read in full. The status is
 	// still the server's answer.
 	bodyErr error
-	url     *url.URL // the URL that answered, after any redirects
+	url     *url.URL // the URL that answered
 }
+
+// refuseRedirect is the CheckRedirect of every client's http.Client: it
+// hands the redirect itself back to attempt, never following it, so that
+// neither the token nor the body goes where it leads.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // maxErrorBody bounds how much of an error response is read: an Error is
 // short, and a proxy's page need not be read whole.
@@ -73,14 +81,10 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, failure, err
 		return nil, f, err
 	}
 	defer res.Body.Close()
-	if res.Request.Method != cl.method {
-		// A redirect that http.Client followed with another method (a 301,
-		// 302 or 303 to a POST or DELETE is followed with GET): the answer
-		// is not to this call.
-		return nil, final, fmt.Errorf("client: %s %s was redirected to %s and followed with %s: give the client the URL the server moved to",
-			cl.method, cl.url, res.Request.URL.Redacted(), res.Request.Method)
+	if res.StatusCode != cl.ok && res.StatusCode < 400 {
+		return nil, final, statusError(cl, res)
 	}
-	if res.StatusCode >= 200 && res.StatusCode <= 299 {
+	if res.StatusCode == cl.ok {
 		b, err := io.ReadAll(res.Body)
 		if err != nil && !cl.write {
 			// A read can simply be asked again.

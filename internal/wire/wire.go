@@ -45,8 +45,16 @@ const (
 // invalidPrefix and invalidSep frame the message of an invalid field.
 const invalidPrefix, invalidSep = "invalid ", ": "
 
+// Fields returns the fields of a request that the server validates, and
+// that the message of [Invalid] names: a NewPlant's id, name and tag (id
+// also in a plant's path), and the query parameters limit and after of a
+// list.
+func Fields() []string {
+	return []string{"id", "name", "tag", "limit", "after"}
+}
+
 // Invalid returns the message of error 400 for a field of the request
-// (id, name, tag, limit, after) that is missing or breaks a rule:
+// (one of [Fields]) that is missing or breaks a rule:
 // "invalid <field>: <reason>".
 func Invalid(field, reason string) string {
 	return invalidPrefix + field + invalidSep + reason

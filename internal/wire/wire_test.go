@@ -13,6 +13,7 @@ func TestInvalidRoundTrip(t *testing.T) {
 		{"id", "must be an integer"},
 		{"tag", "must not contain NUL (U+0000)"},
 		{"limit", "must be an integer from 1 to 1000"},
+		{"after", "must be a 64-bit signed integer in canonical decimal form"},
 		{"name", "has: a colon"},
 	}
 	for _, tt := range tests {
