@@ -79,7 +79,7 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 
 	for _, rt := range api {
 		handle := func(w http.ResponseWriter, req *http.Request, p httprouter.Params) { rt.handle(h, w, req, p) }
-		if rt.token {
+		if rt.token && !(rt.public != nil && rt.public(&h.config)) {
 			handle = h.authenticated(handle)
 		}
 		r.Handle(rt.method, rt.pattern, handle)
@@ -107,20 +107,33 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 
 // api is the handler's table of routes: the method and path pattern (in
 // httprouter's syntax) of each, its handle, and whether it needs a bearer
-// token. GET routes serve HEAD too. The Routes that [Hooks] report are its
+// token, unless public says otherwise for the handler's configuration.
+// GET routes serve HEAD too. The Routes that [Hooks] report are its
 // patterns.
 var api = [...]struct {
 	method, pattern string
 	handle          func(*handler, http.ResponseWriter, *http.Request, httprouter.Params)
 	token           bool
+	public          func(*config) bool
 }{
-	{http.MethodPost, "/plants", (*handler).create, true},
-	{http.MethodGet, "/plants", (*handler).list, true},
-	{http.MethodGet, "/plants/:id", (*handler).plant, true},
-	{http.MethodDelete, "/plants/:id", (*handler).delete, true},
-	{http.MethodGet, "/openapi.json", (*handler).openAPI, false},
-	{http.MethodGet, "/healthz", (*handler).healthz, false},
-	{http.MethodGet, "/readyz", (*handler).readyz, false},
+	{http.MethodPost, "/plants", (*handler).create, true, nil},
+	{http.MethodGet, "/plants", (*handler).list, true, nil},
+	{http.MethodGet, "/plants/:id", (*handler).plant, true, nil},
+	{http.MethodDelete, "/plants/:id", (*handler).delete, true, nil},
+	{http.MethodGet, "/openapi.json", (*handler).openAPI, false, nil},
+	{http.MethodGet, "/healthz", (*handler).healthz, false, nil},
+	{http.MethodGet, "/readyz", (*handler).readyz, false, nil},
+	{http.MethodGet, "/metrics", (*handler).metrics, true, func(c *config) bool { return c.publicMetrics || c.metricsHandler == nil }},
+}
+
+// metrics serves GET /metrics with the handler of [WithMetricsHandler],
+// or answers 404 without one.
+func (h *handler) metrics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if h.metricsHandler == nil {
+		h.writeError(w, r, errNotFoundPath)
+		return
+	}
+	h.metricsHandler.ServeHTTP(w, r)
 }
 
 // ServeHTTP gives r its request id, then routes it, through the access log

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -108,8 +110,48 @@ func TestRoutes(t *testing.T) {
 		"/openapi.json": {"GET"},
 		"/healthz":      {"GET"},
 		"/readyz":       {"GET"},
+		"/metrics":      {"GET"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Routes() mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// TestMetricsRoute checks GET /metrics: error 404 without a metrics
+// handler; with one, behind the token unless public, GET and HEAD only,
+// and through the request ids and the hooks like any route.
+func TestMetricsRoute(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		io.WriteString(w, "plantstore_up 1\n")
+	})
+	noToken := map[string]string{"Authorization": ""}
+	t.Run("none", func(t *testing.T) {
+		newEnv(t, nil).do("GET", "/metrics", nil, "").wantError(t, 400, 404)
+	})
+	t.Run("behind the token", func(t *testing.T) {
+		var l servedLog
+		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithHooks(l.hooks()))
+		e.do("GET", "/metrics", noToken, "").wantError(t, 400, 401)
+		r := e.do("GET", "/metrics", nil, "")
+		if r.status != 200 || string(r.body) != "plantstore_up 1\n" || r.header.Get("X-Request-Id") == "" {
+			t.Errorf("GET /metrics with the token = %d %q (X-Request-Id %q), want the metrics and an id", r.status, r.body, r.header.Get("X-Request-Id"))
+		}
+		if r := e.do("HEAD", "/metrics", nil, ""); r.status != 200 {
+			t.Errorf("HEAD /metrics = %d, want 200", r.status)
+		}
+		e.do("POST", "/metrics", nil, "").wantError(t, 400, 405)
+		e.do("DELETE", "/metrics", nil, "").wantError(t, 400, 405)
+		want := []string{"GET /metrics 401", "GET /metrics ok", "HEAD /metrics ok", "POST /metrics 405", "DELETE /metrics 405"}
+		if diff := cmp.Diff(want, l.take()); diff != "" {
+			t.Errorf("requests served (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("public", func(t *testing.T) {
+		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithPublicMetrics())
+		if r := e.do("GET", "/metrics", noToken, ""); r.status != 200 {
+			t.Errorf("GET /metrics without a token, public = %d %s, want 200", r.status, r.body)
+		}
+		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
+	})
 }

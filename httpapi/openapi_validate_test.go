@@ -72,6 +72,10 @@ func (vt validatingTransport) validate(req *http.Request, resp *http.Response, b
 	t.Helper()
 	r := req.Clone(context.Background())
 	r.URL.Path = r.URL.Path[len(vt.prefix):]
+	if r.URL.Path == "/metrics" && resp.StatusCode < 300 {
+		// The host's metrics, in their own format: not the API's.
+		return
+	}
 	r.URL.Host, r.URL.Scheme, r.Host = "", "", ""
 	head := r.Method == http.MethodHead
 	switch r.Method {

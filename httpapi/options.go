@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -33,6 +34,10 @@ type config struct {
 	cors           *corsPolicy
 	baseURL        string
 	hooks          Hooks
+	// metricsHandler serves GET /metrics, behind the token unless
+	// publicMetrics; see WithMetricsHandler.
+	metricsHandler http.Handler
+	publicMetrics  bool
 	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
 	readyTimeout  time.Duration
 	readyInterval time.Duration
@@ -121,4 +126,24 @@ func WithLogger(l *slog.Logger) Option {
 // and bodies are never logged.
 func WithAccessLog(l *slog.Logger) Option {
 	return func(c *config) { c.accessLog = l }
+}
+
+// WithMetricsHandler makes the handler serve GET and HEAD /metrics with h
+// (for example promhttp.HandlerFor of a Prometheus registry): through the
+// handler's request ids, access log and hooks, and behind its
+// authentication, as the API is, unless [WithPublicMetrics] is given too.
+// Other methods are answered error 405. Without it, /metrics is error 404.
+// A metrics scraper that cannot send a token is better served on a
+// listener of its own, which only the scraper can reach.
+func WithMetricsHandler(h http.Handler) Option {
+	return func(c *config) { c.metricsHandler = h }
+}
+
+// WithPublicMetrics lets anyone who can reach the handler read /metrics
+// without a token (see [WithMetricsHandler]). The metrics say how busy the
+// server is, which routes and error codes it answers, and, with webhooks,
+// how far behind delivery is; give them only where that is no one's
+// business to learn.
+func WithPublicMetrics() Option {
+	return func(c *config) { c.publicMetrics = true }
 }

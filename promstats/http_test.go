@@ -66,7 +66,7 @@ func zeroSeries() map[string]float64 {
 	want := map[string]float64{}
 	for _, rm := range [][2]string{
 		{"GET", "/healthz"}, {"GET", "/openapi.json"}, {"GET", "/plants"}, {"POST", "/plants"},
-		{"DELETE", "/plants/{id}"}, {"GET", "/plants/{id}"}, {"GET", "/readyz"},
+		{"DELETE", "/plants/{id}"}, {"GET", "/plants/{id}"}, {"GET", "/readyz"}, {"GET", "/metrics"},
 	} {
 		want[`plantstore_http_requests_total{error="",method="`+rm[0]+`",route="`+rm[1]+`"}`] = 0
 		want[`plantstore_http_request_duration_seconds_count{method="`+rm[0]+`",route="`+rm[1]+`"}`] = 0

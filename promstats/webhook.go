@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +21,9 @@ import (
 //   - plantstore_webhook_abandoned_total, the deliveries given up after
 //     the maximum age;
 //   - plantstore_webhook_subscribers_down, a gauge;
-//   - plantstore_webhook_outbox_depth, a gauge, NaN when the outbox could
-//     not be counted within depthTimeout;
+//   - plantstore_webhook_outbox_depth, a gauge: the outbox's count, taken
+//     at most once every 5 seconds whatever the scrapes, NaN when it could
+//     not be counted within 5 seconds;
 //   - plantstore_webhook_dropped_total, for an outbox that can drop events
 //     past a bound (Stats.CanDrop), at 0 while it has none.
 //
@@ -48,16 +50,8 @@ func Webhooks(reg prometheus.Registerer, d *webhook.Dispatcher) error {
 		}, func() float64 { return float64(d.Stats().SubscribersDown) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "plantstore_webhook_outbox_depth",
-			Help: "Events in the webhook outbox that some subscriber has not received or given up yet.",
-		}, func() float64 {
-			ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
-			defer cancel()
-			n, err := d.Depth(ctx)
-			if err != nil {
-				return math.NaN()
-			}
-			return float64(n)
-		}),
+			Help: "Events in the webhook outbox that some subscriber has not received or given up yet, counted at most depthMaxAge before the scrape.",
+		}, (&depthCache{d: d}).value),
 	}
 	if d.Stats().CanDrop {
 		collectors = append(collectors, counter("plantstore_webhook_dropped_total",
@@ -80,3 +74,34 @@ func Webhooks(reg prometheus.Registerer, d *webhook.Dispatcher) error {
 
 // depthTimeout bounds a scrape's count of the outbox.
 const depthTimeout = 5 * time.Second
+
+// depthMaxAge is how long a count of the outbox answers scrapes: counting
+// a database outbox is a query (count(*) of its events), which a flood of
+// scrapes, or many scrapers, would otherwise repeat for each.
+const depthMaxAge = 5 * time.Second
+
+// A depthCache counts a Dispatcher's outbox at most once every
+// depthMaxAge, one count at a time, however many scrapes ask.
+type depthCache struct {
+	d  *webhook.Dispatcher
+	mu sync.Mutex
+	at time.Time // when n was counted; zero before the first count
+	n  float64
+}
+
+func (c *depthCache) value() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < depthMaxAge {
+		return c.n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
+	defer cancel()
+	n, err := c.d.Depth(ctx)
+	if err != nil {
+		// Not kept: the next scrape counts again.
+		return math.NaN()
+	}
+	c.at, c.n = time.Now(), float64(n)
+	return c.n
+}

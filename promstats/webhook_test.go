@@ -1,7 +1,9 @@
 package promstats_test
 
 import (
+	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,5 +44,38 @@ func TestWebhooks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, series(t, reg, "plantstore_webhook_")); diff != "" {
 		t.Errorf("series after a refused registration (-want +got):\n%s", diff)
+	}
+}
+
+// countingOutbox counts the calls of Depth.
+type countingOutbox struct {
+	*webhook.MemoryOutbox
+	depths atomic.Int64
+}
+
+func (c *countingOutbox) Depth(ctx context.Context) (int, error) {
+	c.depths.Add(1)
+	return c.MemoryOutbox.Depth(ctx)
+}
+
+// TestWebhookDepthCounted checks that a flood of scrapes counts the outbox
+// once, not once a scrape: counting a database's is a query.
+func TestWebhookDepthCounted(t *testing.T) {
+	o := &countingOutbox{MemoryOutbox: webhook.NewMemoryOutbox()}
+	d, err := webhook.New(o, []string{"http://127.0.0.1:1/"}, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := promstats.Webhooks(reg, d); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := o.depths.Load(); n != 1 {
+		t.Errorf("50 scrapes counted the outbox %d times, want once", n)
 	}
 }

@@ -306,7 +306,7 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 		return true
 	}
 	dropped := func() float64 {
-		m := find(t, scrape(t, base+"/metrics"), "plantstore_log_lines_dropped_total", nil)
+		m := find(t, scrape(t, base+"/metrics", procToken), "plantstore_log_lines_dropped_total", nil)
 		if m == nil {
 			t.FailNow()
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -292,6 +293,36 @@ func TestRedactDSN(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, redactDSN(tt.db)); diff != "" {
 			t.Errorf("redactDSN(%q) mismatch (-want +got):\n%s", tt.db, diff)
+		}
+	}
+}
+
+// TestFailedBindLeavesNothing starts the binary on a port another process
+// holds: it fails, naming -addr, before it creates a database or prints a
+// token as if it were serving.
+func TestFailedBindLeavesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"-addr", taken.Addr().String()},
+		{"-addr", "127.0.0.1:0", "-metrics-addr", taken.Addr().String()},
+	} {
+		var stdout, stderr lockedBuffer
+		args = append(args, "-db", filepath.Join(dir, "plants.db"))
+		err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr)
+		flag := args[len(args)-4] // -addr or -metrics-addr, the taken one
+		if err == nil || !strings.HasPrefix(err.Error(), flag+":") {
+			t.Errorf("run %v = %v, want an error naming %s", args, err, flag)
+		}
+		if out := stdout.String(); strings.Contains(out, "Bearer") || strings.Contains(out, "listening") {
+			t.Errorf("run %v printed, failing:\n%s", args, out)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("run %v left %v behind", args, entries)
 		}
 	}
 }

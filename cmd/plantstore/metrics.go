@@ -11,7 +11,8 @@ import (
 )
 
 // metricsPath is where the binary serves its metrics, in the Prometheus
-// text format, without a token.
+// text format: on -metrics-addr without a token, or on -addr behind the
+// API's tokens unless -metrics-public.
 const metricsPath = "/metrics"
 
 // newRegistry returns the binary's own registry, holding its build
@@ -58,18 +59,4 @@ func buildLabels() prometheus.Labels {
 // metricsHandler serves reg's metrics.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-}
-
-// withMetricsPath serves metrics at metricsPath and passes every other
-// request to api. It compares the path itself rather than going through
-// an http.ServeMux, which would clean and redirect paths the API answers
-// on its own.
-func withMetricsPath(api, metrics http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == metricsPath {
-			metrics.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,11 +19,18 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// scrape fetches url without a token and parses it as the Prometheus text
-// format.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+// scrape fetches url, with token when it is not "", and parses it as the
+// Prometheus text format.
+func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +114,11 @@ func TestMetricsEndpoint(t *testing.T) {
 				t.Fatalf("create with a wrong token = %d %s, want error 401", status, body)
 			}
 
-			mfs := scrape(t, metricsURL)
+			token := "tok"
+			if separate {
+				token = "" // its own listener needs none
+			}
+			mfs := scrape(t, metricsURL, token)
 			values := map[string]float64{}
 			counter := func(key, name string, labels map[string]string) {
 				t.Helper()
@@ -162,8 +174,8 @@ func TestMetricsEndpoint(t *testing.T) {
 				}
 			}
 
-			// A scrape on the main listener is not an API request, and with
-			// -metrics-addr the main listener has no /metrics.
+			// On the main listener /metrics is a route of the API, behind its
+			// token; with -metrics-addr it has no metrics to serve.
 			resp, err := http.Get(url + "/metrics")
 			if err != nil {
 				t.Fatal(err)
@@ -171,20 +183,19 @@ func TestMetricsEndpoint(t *testing.T) {
 			var e struct{ Error int }
 			err = json.NewDecoder(resp.Body).Decode(&e)
 			resp.Body.Close()
-			if separate && (err != nil || e.Error != http.StatusNotFound) {
-				t.Errorf("GET /metrics on the main listener with -metrics-addr: error %d (%v), want 404", e.Error, err)
+			if want := map[bool]int{false: http.StatusUnauthorized, true: http.StatusNotFound}[separate]; err != nil || e.Error != want {
+				t.Errorf("GET /metrics on the main listener without a token: error %d (%v), want %d", e.Error, err, want)
 			}
-			if !separate && resp.StatusCode != http.StatusOK {
-				t.Errorf("GET /metrics on the main listener = %d, want 200", resp.StatusCode)
-			}
-			mfs = scrape(t, metricsURL)
+			mfs = scrape(t, metricsURL, token)
 			if m := find(t, mfs, "plantstore_http_request_duration_seconds", postPlants); m != nil && m.GetHistogram().GetSampleCount() != 3 {
 				t.Errorf("POST /plants requests = %d after scrapes, want still 3", m.GetHistogram().GetSampleCount())
 			}
 			if separate {
-				if m := find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "other", "error": "404"}); m != nil && m.GetCounter().GetValue() != 1 {
-					t.Errorf("requests to unknown paths = %v, want 1", m.GetCounter().GetValue())
+				if m := find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "/metrics", "error": "404"}); m != nil && m.GetCounter().GetValue() != 1 {
+					t.Errorf("requests to the main listener's /metrics = %v, want 1", m.GetCounter().GetValue())
 				}
+			} else if m := find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "/metrics", "error": "401"}); m != nil && m.GetCounter().GetValue() != 1 {
+				t.Errorf("scrapes without a token = %v, want 1", m.GetCounter().GetValue())
 			}
 		})
 	}
@@ -215,9 +226,51 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 		}
 	})
 	waitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 1 and plantstore_webhook_outbox_depth 0 after one delivery", func() bool {
-		mfs := scrape(t, url+"/metrics")
+		mfs := scrape(t, url+"/metrics", "tok")
 		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
 		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
 		return delivered == 1 && depth == 0
 	})
+}
+
+// TestMetricsExposure checks who may read /metrics: on -addr, only with a
+// token, unless -metrics-public; on -metrics-addr, anyone who can reach
+// that listener; and -metrics-public with -metrics-addr is a flag error.
+func TestMetricsExposure(t *testing.T) {
+	get := func(url, token string) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e struct{ Error int }
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != 0 {
+			return e.Error
+		}
+		return resp.StatusCode
+	}
+	env := map[string]string{"PLANTSTORE_TOKENS": "tok"}
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, env)
+	if got := get(url+"/metrics", ""); got != 401 {
+		t.Errorf("GET /metrics on -addr without a token = %d, want error 401", got)
+	}
+	if got := get(url+"/metrics", "tok"); got != 200 {
+		t.Errorf("GET /metrics on -addr with the token = %d, want 200", got)
+	}
+	public, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public"}, env)
+	if got := get(public+"/metrics", ""); got != 200 {
+		t.Errorf("GET /metrics on -addr without a token, -metrics-public = %d, want 200", got)
+	}
+	if got := get(public+"/plants", ""); got != 401 {
+		t.Errorf("GET /plants without a token, -metrics-public = %d, want error 401", got)
+	}
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public", "-metrics-addr", "127.0.0.1:0"},
+		func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if fe, ok := errors.AsType[*flagError](err); !ok || fe.Flag != "metrics-public" {
+		t.Errorf("run with -metrics-public and -metrics-addr = %v, want a *flagError for -metrics-public", err)
+	}
 }

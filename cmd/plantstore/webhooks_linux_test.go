@@ -95,7 +95,7 @@ func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 		t.Errorf("VmRSS grew by %d MiB, want at most %d MiB: the in-memory outbox is not bounded", (after-before)>>20, maxGrowth>>20)
 	}
 	// 64 MiB holds 63 of these events: the rest were dropped, and said so.
-	if m := find(t, scrape(t, p.URL+"/metrics"), "plantstore_webhook_dropped_total", nil); m != nil {
+	if m := find(t, scrape(t, p.URL+"/metrics", procToken), "plantstore_webhook_dropped_total", nil); m != nil {
 		if got := m.GetCounter().GetValue(); got < cycles-100 {
 			t.Errorf("plantstore_webhook_dropped_total = %v, want at least %d", got, cycles-100)
 		}

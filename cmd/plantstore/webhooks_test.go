@@ -174,7 +174,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 	}
 	var dropped, depth, down float64
 	waitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
-		mfs := scrape(t, url+"/metrics")
+		mfs := scrape(t, url+"/metrics", "tok")
 		dropped, depth, down = value(mfs, "plantstore_webhook_dropped_total"), value(mfs, "plantstore_webhook_outbox_depth"),
 			value(mfs, "plantstore_webhook_subscribers_down")
 		out := stderr.String()

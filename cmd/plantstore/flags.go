@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+// options are the binary's flags.
+type options struct {
+	addr            string
+	db              string
+	tokenFile       string
+	logLevel        slog.Level
+	logFormat       string
+	maxBody         int64
+	conventional    bool
+	shutdownTimeout time.Duration
+	// readHeaderTimeout and readTimeout bound how long a client may take
+	// to send a request's headers, and its whole request, so that slow
+	// clients cannot hold connections forever.
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	// writeTimeout is how long a client may take to read an answer; see
+	// serverWriteTimeout.
+	writeTimeout  time.Duration
+	webhooks      listFlag
+	webhookSecret string
+	// dbTimeout bounds how long a request waits for the database.
+	dbTimeout time.Duration
+	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
+	// idle_in_transaction_session_timeout for every session.
+	dbLockTimeout   time.Duration
+	dbIdleTxTimeout time.Duration
+	// readyTimeout bounds how long GET /readyz waits for its check.
+	readyTimeout time.Duration
+	corsOrigins  listFlag
+	// metricsAddr, when set, moves /metrics off the main listener.
+	// metricsPublic serves it on the main listener without a token.
+	metricsAddr   string
+	metricsPublic bool
+	version       bool
+	// probe, when set, makes the binary ask a running server for this
+	// path instead of serving (see probe).
+	probe string
+
+	fs *flag.FlagSet
+	// fromEnv maps the flags set from the environment to their variables.
+	fromEnv map[string]string
+	// webhookLease is how long a claimed webhook delivery stays with this
+	// process before another process on the same database may take it.
+	webhookLease time.Duration
+	// webhookMaxPending bounds the outbox, in events: 0 is the storage's
+	// default, 10,000 in memory and no bound in a database.
+	// webhookMaxPendingBytes bounds the in-memory outbox of memory storage.
+	webhookMaxPending      int
+	webhookMaxPendingBytes int64
+}
+
+// name returns how the user gave flag f: "-f", or the variable that set
+// it, so that an error about its value points at what to fix.
+func (o *options) name(f string) string {
+	if v, ok := o.fromEnv[f]; ok {
+		return v
+	}
+	return "-" + f
+}
+
+// flagError returns a *flagError for flag f, named as the user gave it.
+func (o *options) flagError(f string, err error) error {
+	return &flagError{Flag: f, Name: o.name(f), Err: err}
+}
+
+// errBadArgs marks a command line that does not parse: main exits 2 for
+// it, as the flag package's own programs do.
+var errBadArgs = errors.New("see plantstore -h")
+
+// parseFlags returns the options args and the environment give, checked.
+// -h is returned as flag.ErrHelp, for run to print the usage.
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("plantstore", flag.ContinueOnError)
+	o.fs = fs
+	// Errors are returned and -h is printed by run, to stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	o.define(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w; %w", err, errBadArgs)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q; %w", fs.Args(), errBadArgs)
+	}
+	if o.version {
+		return o, nil
+	}
+	var err error
+	if o.fromEnv, err = applyEnv(fs, getenv); err != nil {
+		return o, err
+	}
+	return o, o.check()
+}
+
+// define defines the flags of o on fs, with their defaults and usage.
+func (o *options) define(fs *flag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free one")
+	fs.StringVar(&o.db, "db", "plantstore.db", "`storage`: memory, a SQLite file path (.db, .sqlite, .sqlite3, or sqlite:PATH), or a postgres:// or postgresql:// URL")
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of accepted bearer tokens, one per line (also: PLANTSTORE_TOKENS, comma-separated)")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error; at info and below, one access line per request")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log line `format`: text (key=value) or json")
+	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
+	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers)")
+	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
+	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
+	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
+	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", 2*time.Second, "PostgreSQL: how long a statement waits for a lock another transaction holds (lock_timeout) before its request is answered error 503; 0: no bound")
+	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", 5*time.Second, "PostgreSQL: have the server end a session idle this long inside a transaction (idle_in_transaction_session_timeout), as when this process is stopped mid-transaction, releasing its locks; 0: no bound")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", httpapi.DefaultReadyTimeout, "how long GET /readyz waits for its check of the storage before it answers error 503")
+	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port`, without a token, instead of on -addr")
+	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics on -addr to anyone, without a token (it needs one by default)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.probe, "probe", "", "instead of serving, GET this `path` (/readyz, /healthz) from the server at -addr and exit 0 if it answers 200: a health check for images without curl")
+	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
+	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", 0, "the most webhook `events` kept undelivered; past it the oldest are dropped (0: 10000 with -db memory, no bound with a database)")
+	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
+}
+
+// check returns a *flagError for the first option whose value the binary
+// cannot use, naming the flag or variable that gave it.
+func (o *options) check() error {
+	if _, _, err := parseDB(o.db); err != nil {
+		if v, ok := o.fromEnv["db"]; ok {
+			return &flagError{Flag: "db", Name: v, Err: err}
+		}
+		return err
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return o.flagError("log-format", fmt.Errorf("%w, not %q", errLogFormat, o.logFormat))
+	}
+	for _, f := range []struct {
+		flag string
+		n    int64
+	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
+		if f.n <= 0 {
+			return o.flagError(f.flag, errNotPositive)
+		}
+	}
+	if o.webhookMaxPending < 0 {
+		return o.flagError("webhook-max-pending", errNegative)
+	}
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout}} {
+		if f.d < 0 {
+			return o.flagError(f.flag, errNegative)
+		}
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
+		if t.d <= 0 {
+			return o.flagError(t.flag, errNotPositive)
+		}
+	}
+	for _, origin := range o.corsOrigins {
+		if err := checkOrigin(origin); err != nil {
+			return o.flagError("cors-origin", err)
+		}
+	}
+	if o.metricsPublic && o.metricsAddr != "" {
+		return o.flagError("metrics-public", errors.New("is for /metrics on -addr, and -metrics-addr moves it elsewhere"))
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return o.flagError("metrics-addr", err)
+		}
+	}
+	if o.probe != "" {
+		if err := checkProbePath(o.probe); err != nil {
+			return o.flagError("probe", err)
+		}
+	}
+	return nil
+}
+
+// serverWriteTimeout is the http.Server's WriteTimeout. net/http counts it
+// from the end of a request's headers, so it also runs while the body
+// arrives (at most -read-timeout) and while the handler waits for the
+// database (at most -db-timeout); the sum leaves the client -write-timeout
+// to read the answer, so that a create the database kept is never cut off
+// before its answer could be written.
+func (o *options) serverWriteTimeout() time.Duration {
+	return o.readTimeout + o.dbTimeout + o.writeTimeout
+}

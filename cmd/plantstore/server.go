@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// maxHeaderBytes is the most bytes of request line and headers the API
+// accepts; the handler answers a request over it with the Error for 431.
+// net/http reads headers up to serverHeaderBytes (and 4 KiB more), so that
+// headers somewhat over the limit still reach the handler; past that,
+// net/http answers 431 itself, as text/plain, without reading the rest.
+const (
+	maxHeaderBytes    = 64 << 10
+	serverHeaderBytes = 2 * maxHeaderBytes
+)
+
+// listeners are the binary's bound sockets: the API's, and the metrics'
+// when -metrics-addr is given.
+type listeners struct {
+	api, metrics net.Listener
+}
+
+// listen binds -addr and -metrics-addr. A port taken or refused is an
+// error naming the flag, and nothing stays bound.
+func listen(o *options) (*listeners, error) {
+	lns := &listeners{}
+	var err error
+	if lns.api, err = net.Listen("tcp", o.addr); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name("addr"), err)
+	}
+	if o.metricsAddr != "" {
+		if lns.metrics, err = net.Listen("tcp", o.metricsAddr); err != nil {
+			lns.api.Close()
+			return nil, fmt.Errorf("%s: %w", o.name("metrics-addr"), err)
+		}
+	}
+	return lns, nil
+}
+
+// close closes the listeners not closed already, as an http.Server's
+// Close does those it serves.
+func (l *listeners) close() {
+	for _, ln := range []net.Listener{l.api, l.metrics} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// newServer returns the http.Server of one listener: the client deadlines
+// of the options, an idle timeout, and net/http's own complaints in the
+// log. With the two read timeouts equal, as by default, net/http sets one
+// read deadline per request instead of two.
+func newServer(o *options, h http.Handler, headerBytes int, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readTimeout,
+		WriteTimeout:      o.serverWriteTimeout(),
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    headerBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// serve serves handler on the API's listener, and the metrics on theirs,
+// until ctx ends; then it drains the API's requests in flight, for at most
+// -shutdown-timeout, and returns nil. A listener that fails ends it with
+// that error.
+func serve(ctx context.Context, o *options, lns *listeners, handler http.Handler, reg *prometheus.Registry, logger *slog.Logger, stdout io.Writer) error {
+	srv := newServer(o, handler, serverHeaderBytes, logger)
+	serveErr := make(chan error, 2)
+	var metricsSrv *http.Server
+	if lns.metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET "+metricsPath, metricsHandler(reg))
+		metricsSrv = newServer(o, mux, 64<<10, logger)
+		fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", lns.metrics.Addr(), metricsPath)
+		go func() { serveErr <- metricsSrv.Serve(lns.metrics) }()
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", lns.api.Addr())
+	logger.Info("plantstore started", "addr", lns.api.Addr().String(), "db", redactDSN(o.db))
+	go func() { serveErr <- srv.Serve(lns.api) }()
+
+	select {
+	case err := <-serveErr:
+		srv.Close()
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if metricsSrv != nil {
+		// Scrapes are short; the API's requests are the ones to drain.
+		metricsSrv.Close()
+	}
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("plantstore stopped")
+	return nil
+}
