@@ -52,6 +52,8 @@ func followAll(req *http.Request, via []*http.Request) error {
 // TestRedirectsRefused answers every call with a redirect, to another
 // origin or to the same one, and checks that nothing reaches where it
 // leads: not the token, not the body, not a request.
+//
+// Most of its length is its table of cases; the checks are one loop.
 func TestRedirectsRefused(t *testing.T) {
 	// Each destination returns where the redirects of srv, which serves rec
 	// at "/", lead to.

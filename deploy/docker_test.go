@@ -89,6 +89,8 @@ func execForm(t *testing.T, what, s string) []string {
 // address and the /data directory moved into the test's reach), and runs
 // the image's HEALTHCHECK command against it. No container is built: that
 // needs a Docker engine, which this check does without.
+//
+// It is one piece: each check reads the Dockerfile the first parsed, and the binary the build made.
 func TestDockerfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the server; skipped in -short mode")

@@ -25,6 +25,8 @@ import (
 // failure (when fleet.sh could drain the instance in HAProxy first, with
 // socat; else only requests in flight during the restart may fail, as
 // outcome unknown).
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFleetRestartsOneInstance(t *testing.T) {
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)

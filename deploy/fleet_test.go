@@ -281,6 +281,8 @@ type outcome struct {
 // error 504 (outcome unknown) or with the connection closed, no more
 // failures than creates were in flight, none after it, and every
 // acknowledged create stored.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestInstanceKilledUnderLoad(t *testing.T) {
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)

@@ -15,6 +15,7 @@ var corsHeaders = []string{
 	"Access-Control-Max-Age", "Access-Control-Expose-Headers", "Access-Control-Allow-Credentials", "Vary",
 }
 
+// TestCORS checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestCORS(t *testing.T) {
 	const app = "https://app.example"
 	preflight := func(origin, method string) map[string]string {

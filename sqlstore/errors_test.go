@@ -35,6 +35,8 @@ func behindProxy(t *testing.T) (direct *sql.DB, proxy *faultproxy.Proxy, proxied
 // ErrUnavailable (or ErrOutcomeUnknown when the cut caught their COMMIT),
 // Creates succeed again afterwards, every Create that returned nil is
 // stored, with its event, and none that returned ErrUnavailable is.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestDatabaseOutage(t *testing.T) {
 	direct, proxy, dsn := behindProxy(t)
 	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithOutbox())
@@ -247,6 +249,8 @@ func TestCommitLostInFlight(t *testing.T) {
 // and reads all return while the stall lasts, by the Store's timeout, each
 // with an honest error; once the stall ends, none that reported
 // ErrUnavailable is stored, even though the bytes it sent arrive late.
+//
+// It is one piece: each step acts on what the steps before it left, through one stalled proxy.
 func TestStalledDatabase(t *testing.T) {
 	for _, mode := range []struct {
 		name string

@@ -133,6 +133,8 @@ func claimSeqs(t *testing.T, s *Store, sub, owner string, until time.Time, limit
 
 // TestOutboxClaimLeaseAck walks the delivery state of five events to two
 // subscribers through fan-out, claims, leases, retries and acks.
+//
+// It is one piece: each step acts on what the steps before it left, on one outbox.
 func TestOutboxClaimLeaseAck(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
@@ -302,6 +304,8 @@ func TestOutboxAckManyInOneCall(t *testing.T) {
 // TestOutboxConcurrentOwners has several owners on separate *sql.DBs, as
 // separate processes would be, fan out, claim and ack the same outbox at
 // once, and checks that each delivery is claimed exactly once.
+//
+// It is one piece: the owners' loops and the count of claims share the one outbox and its state.
 func TestOutboxConcurrentOwners(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {

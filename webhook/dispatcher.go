@@ -89,43 +89,8 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 	for _, o := range opts {
 		o(&cfg)
 	}
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"attempt timeout", &cfg.attemptTimeout, DefaultAttemptTimeout},
-		{"initial backoff", &cfg.initialBackoff, DefaultInitialBackoff},
-		{"max backoff", &cfg.maxBackoff, DefaultMaxBackoff},
-		{"max age", &cfg.maxAge, DefaultMaxAge},
-		{"poll interval", &cfg.pollInterval, DefaultPollInterval},
-		{"lease", &cfg.lease, DefaultLease},
-		{"stats interval", &cfg.statsInterval, DefaultStatsInterval},
-	} {
-		switch {
-		case *f.v < 0:
-			return nil, fmt.Errorf("webhook: negative %s", f.name)
-		case *f.v == 0:
-			*f.v = f.def
-		}
-	}
-	if cfg.maxBackoff < cfg.initialBackoff {
-		cfg.maxBackoff = cfg.initialBackoff
-	}
-	for _, f := range []struct {
-		name string
-		v    *int
-		def  int
-	}{
-		{"concurrency", &cfg.concurrency, DefaultConcurrency},
-		{"max in flight", &cfg.maxInFlight, DefaultMaxInFlight},
-	} {
-		switch {
-		case *f.v < 0:
-			return nil, fmt.Errorf("webhook: negative %s", f.name)
-		case *f.v == 0:
-			*f.v = f.def
-		}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
 	}
 	if cfg.client == nil {
 		cfg.client = defaultClient(cfg.concurrency)
@@ -141,24 +106,8 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	seen := map[string]bool{}
-	for i, raw := range subscribers {
-		u, err := url.Parse(raw)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("webhook: subscriber %d: malformed URL", i)
-		case u.Scheme != "http" && u.Scheme != "https":
-			return nil, fmt.Errorf("webhook: subscriber %d: scheme must be http or https", i)
-		case u.Hostname() == "":
-			return nil, fmt.Errorf("webhook: subscriber %d: URL has no host", i)
-		}
-		k := SubscriberKey(raw)
-		if seen[k] {
-			return nil, fmt.Errorf("webhook: subscriber %d: listed twice", i)
-		}
-		seen[k] = true
-		d.keys = append(d.keys, k)
-		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
+	if err := d.addSubscribers(subscribers); err != nil {
+		return nil, err
 	}
 	if dr, ok := source.(dropper); ok {
 		if _, ok := source.(*MemoryOutbox); !ok {
@@ -167,6 +116,75 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 		}
 	}
 	return d, nil
+}
+
+// setDefaults gives every duration and count of c left at zero its
+// default, and refuses a negative one.
+func (c *config) setDefaults() error {
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"attempt timeout", &c.attemptTimeout, DefaultAttemptTimeout},
+		{"initial backoff", &c.initialBackoff, DefaultInitialBackoff},
+		{"max backoff", &c.maxBackoff, DefaultMaxBackoff},
+		{"max age", &c.maxAge, DefaultMaxAge},
+		{"poll interval", &c.pollInterval, DefaultPollInterval},
+		{"lease", &c.lease, DefaultLease},
+		{"stats interval", &c.statsInterval, DefaultStatsInterval},
+	} {
+		switch {
+		case *f.v < 0:
+			return fmt.Errorf("webhook: negative %s", f.name)
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	if c.maxBackoff < c.initialBackoff {
+		c.maxBackoff = c.initialBackoff
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"concurrency", &c.concurrency, DefaultConcurrency},
+		{"max in flight", &c.maxInFlight, DefaultMaxInFlight},
+	} {
+		switch {
+		case *f.v < 0:
+			return fmt.Errorf("webhook: negative %s", f.name)
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	return nil
+}
+
+// addSubscribers gives d a subscriber for each URL of subscribers, which
+// must be absolute http or https URLs, each listed once.
+func (d *Dispatcher) addSubscribers(subscribers []string) error {
+	seen := map[string]bool{}
+	for i, raw := range subscribers {
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil:
+			return fmt.Errorf("webhook: subscriber %d: malformed URL", i)
+		case u.Scheme != "http" && u.Scheme != "https":
+			return fmt.Errorf("webhook: subscriber %d: scheme must be http or https", i)
+		case u.Hostname() == "":
+			return fmt.Errorf("webhook: subscriber %d: URL has no host", i)
+		}
+		k := SubscriberKey(raw)
+		if seen[k] {
+			return fmt.Errorf("webhook: subscriber %d: listed twice", i)
+		}
+		seen[k] = true
+		d.keys = append(d.keys, k)
+		d.subs = append(d.subs, newSubscriber(d, i, raw, k, u.Scheme+"://"+u.Host))
+	}
+	return nil
 }
 
 // SubscriberKey returns the key under which an outbox keeps the deliveries

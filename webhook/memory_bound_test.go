@@ -17,6 +17,8 @@ import (
 // TestMemoryOutboxBound checks that a full MemoryOutbox drops its oldest
 // pending events, fanned out or not, for every subscriber, keeps the
 // event being added, and counts what it dropped.
+//
+// Most of its length is its table of cases; the checks are one loop.
 func TestMemoryOutboxBound(t *testing.T) {
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)

@@ -113,125 +113,181 @@ func messageID(ev plantstore.Event) string {
 	return id
 }
 
+// run delivers the subscriber's events until ctx ends.
+//
+// The subscriber is up, or down once downAfter attempts in a row failed:
+//
+//   - up: it claims up to the room its workers and its in-flight bound
+//     leave (claimLimit), every poll interval, when woken by a new event,
+//     and again at once after a claim that came back full; its workers
+//     attempt the claimed deliveries in claim order, at most
+//     [WithConcurrency] at once;
+//   - down: it claims one delivery at a time, a probe, after a wait that
+//     doubles up to maxProbeWait; the first probe that succeeds takes it
+//     back up (resumed), and it claims at once.
+//
+// Whatever the state, it talks to the outbox through two calls at most in
+// flight, each on a goroutine of its own and paced batchGap apart: a
+// claim, and a flush of the acks and retries that piled up meanwhile, so
+// that batches grow with the outbox's latency rather than queue one
+// transaction per delivery. Every third of the lease it extends the
+// leases it holds. When ctx ends it waits for its workers, acknowledges
+// what they delivered, and hands every delivery it still holds back to the
+// outbox, due at once, so that another Dispatcher need not wait for the
+// lease.
 func (s *subscriber) run(ctx context.Context) {
-	cfg := &s.d.cfg
-	jobs := make(chan *delivery)
-	// One slot per worker, so that workers seldom wait to report.
-	results := make(chan result, cfg.concurrency)
-	var wg sync.WaitGroup
-	for range cfg.concurrency {
-		wg.Go(func() {
-			for dl := range jobs {
-				results <- result{dl, s.attempt(ctx, dl)}
-			}
-		})
-	}
-
-	// The outbox is written by two goroutines besides this one, each
-	// with at most one call in flight: one claims, one records acks and
-	// retries. What comes in while a call is in flight waits for the next,
-	// so that batches grow with the outbox's latency rather than queue one
-	// transaction per delivery behind it.
-	claimed := make(chan claimResult, 1)
-	flushed := make(chan []int64, 1)
-	claiming, flushing := false, false
-	var lastClaim, lastFlush time.Time
-
+	l := s.startLoop(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var nextPoll, nextExtend time.Time
-	claimNow := true
 	for ctx.Err() == nil {
-		now := time.Now()
-		if !now.Before(nextPoll) {
-			claimNow = true
-			nextPoll = now.Add(cfg.pollInterval)
-		}
-		if !now.Before(nextExtend) {
-			s.extend(ctx)
-			nextExtend = now.Add(cfg.lease / 3)
-		}
-		wait := min(time.Until(nextPoll), time.Until(nextExtend))
-		if !flushing && (len(s.acks) > 0 || len(s.retries) > 0) {
-			if d := batchGap - now.Sub(lastFlush); d > 0 {
-				wait = min(wait, d)
-			} else {
-				flushing, lastFlush = true, now
-				acks, retries := s.acks, s.retries
-				s.acks, s.retries = nil, nil
-				go func() { flushed <- s.flush(ctx, acks, retries) }()
-			}
-		}
-		if s.isDown() && len(s.held) == 0 && !claiming {
-			wait = min(wait, time.Until(s.nextProbe))
-		}
-		if (claimNow || s.isDown()) && !claiming {
-			if d := batchGap - now.Sub(lastClaim); d > 0 {
-				wait = min(wait, d)
-			} else if limit := s.claimLimit(now); limit > 0 {
-				claiming, claimNow, lastClaim = true, false, now
-				go func() { claimed <- s.claim(ctx, limit) }()
-			}
-		}
+		wait := l.startOutboxCalls(ctx, time.Now())
 		var (
 			out  chan *delivery
 			next *delivery
 		)
 		if next = s.nextReady(); next != nil {
-			out = jobs
+			out = l.jobs
 		}
 		timer.Reset(wait)
 		select {
 		case out <- next:
 			s.queue = s.queue[1:]
-		case r := <-results:
-			s.handle(ctx, r)
-			// Take every result that is ready, so that their acks go to
-			// the outbox in one batch.
-			for more := true; more; {
-				select {
-				case r := <-results:
-					s.handle(ctx, r)
-				default:
-					more = false
-				}
-			}
-			claimNow = claimNow || s.resumed
-			s.resumed = false
-		case c := <-claimed:
-			claiming = false
+		case r := <-l.results:
+			l.takeResults(ctx, r)
+		case c := <-l.claimed:
+			l.claiming = false
 			// A full claim leaves more behind: claim again once there is
 			// room.
-			claimNow = s.take(ctx, c) || claimNow
-		case failed := <-flushed:
-			flushing = false
+			l.claimNow = s.take(ctx, c) || l.claimNow
+		case failed := <-l.flushed:
+			l.flushing = false
 			s.acks = append(s.acks, failed...)
 		case <-s.wake:
-			claimNow = true
+			l.claimNow = true
 		case <-timer.C:
 		case <-ctx.Done():
 		}
 	}
+	l.finish(ctx)
+}
 
+// A loop is the state of a subscriber's run besides the subscriber's own:
+// its workers' channels, the outbox calls in flight, and when to make the
+// next ones.
+type loop struct {
+	s       *subscriber
+	jobs    chan *delivery
+	results chan result
+	workers sync.WaitGroup
+
+	claimed              chan claimResult
+	flushed              chan []int64
+	claiming, flushing   bool // a call in flight
+	lastClaim, lastFlush time.Time
+	nextPoll, nextExtend time.Time
+	claimNow             bool // claim as soon as pacing allows
+}
+
+// startLoop starts the subscriber's workers.
+func (s *subscriber) startLoop(ctx context.Context) *loop {
+	cfg := &s.d.cfg
+	l := &loop{
+		s:    s,
+		jobs: make(chan *delivery),
+		// One slot per worker, so that workers seldom wait to report.
+		results:  make(chan result, cfg.concurrency),
+		claimed:  make(chan claimResult, 1),
+		flushed:  make(chan []int64, 1),
+		claimNow: true,
+	}
+	for range cfg.concurrency {
+		l.workers.Go(func() {
+			for dl := range l.jobs {
+				l.results <- result{dl, s.attempt(ctx, dl)}
+			}
+		})
+	}
+	return l
+}
+
+// startOutboxCalls extends the leases when it is time, starts a flush
+// and a claim when they are due and none is in flight, and returns how
+// long the loop may wait before it must look again.
+func (l *loop) startOutboxCalls(ctx context.Context, now time.Time) time.Duration {
+	s, cfg := l.s, &l.s.d.cfg
+	if !now.Before(l.nextPoll) {
+		l.claimNow = true
+		l.nextPoll = now.Add(cfg.pollInterval)
+	}
+	if !now.Before(l.nextExtend) {
+		s.extend(ctx)
+		l.nextExtend = now.Add(cfg.lease / 3)
+	}
+	wait := min(time.Until(l.nextPoll), time.Until(l.nextExtend))
+	if !l.flushing && (len(s.acks) > 0 || len(s.retries) > 0) {
+		if d := batchGap - now.Sub(l.lastFlush); d > 0 {
+			wait = min(wait, d)
+		} else {
+			l.flushing, l.lastFlush = true, now
+			acks, retries := s.acks, s.retries
+			s.acks, s.retries = nil, nil
+			go func() { l.flushed <- s.flush(ctx, acks, retries) }()
+		}
+	}
+	if s.isDown() && len(s.held) == 0 && !l.claiming {
+		wait = min(wait, time.Until(s.nextProbe))
+	}
+	if (l.claimNow || s.isDown()) && !l.claiming {
+		if d := batchGap - now.Sub(l.lastClaim); d > 0 {
+			wait = min(wait, d)
+		} else if limit := s.claimLimit(now); limit > 0 {
+			l.claiming, l.claimNow, l.lastClaim = true, false, now
+			go func() { l.claimed <- s.claim(ctx, limit) }()
+		}
+	}
+	return wait
+}
+
+// takeResults handles r and every other result that is ready, so that
+// their acks go to the outbox in one batch.
+func (l *loop) takeResults(ctx context.Context, r result) {
+	l.s.handle(ctx, r)
+	for {
+		select {
+		case r := <-l.results:
+			l.s.handle(ctx, r)
+		default:
+			l.claimNow = l.claimNow || l.s.resumed
+			l.s.resumed = false
+			return
+		}
+	}
+}
+
+// finish ends the run: it waits for the workers, keeps what they
+// delivered, takes the outbox calls in flight, and hands back what is
+// still held.
+func (l *loop) finish(ctx context.Context) {
+	s := l.s
 	// Drain results while the workers finish: a worker may have more than
 	// one result to report, and must not block on a full channel.
-	close(jobs)
+	close(l.jobs)
 	go func() {
-		wg.Wait()
-		close(results)
+		l.workers.Wait()
+		close(l.results)
 	}()
-	for r := range results {
+	for r := range l.results {
 		// A delivery that succeeded as ctx ended still counts, so that it
 		// is not sent again.
 		if r.err == nil {
 			s.handle(ctx, r)
 		}
 	}
-	if claiming {
-		s.take(ctx, <-claimed)
+	if l.claiming {
+		s.take(ctx, <-l.claimed)
 	}
-	if flushing {
-		s.acks = append(s.acks, <-flushed...)
+	if l.flushing {
+		s.acks = append(s.acks, <-l.flushed...)
 	}
 	// Hand what is still held back to the outbox, due at once, so that
 	// another Dispatcher need not wait for the leases to expire.

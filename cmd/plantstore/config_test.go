@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestFlagsFromEnvironment checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestFlagsFromEnvironment(t *testing.T) {
 	// settings are the options a row checks.
 	type settings struct {

@@ -74,6 +74,8 @@ type readiness struct {
 // come back by themselves: GET /readyz answers 503 during the outage and
 // 200 after it, creates succeed again, no acknowledged create is lost, and
 // no create answered 503 is stored.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFailover(t *testing.T) {
 	binary(t) // skips in -short mode before any cluster starts
 	primary := pgtest.Start(t)

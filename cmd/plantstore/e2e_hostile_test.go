@@ -578,6 +578,8 @@ func TestChunkedBodyOverLimit(t *testing.T) {
 // TestTokensNeverLeak sends accepted, rejected and malformed credentials
 // to a server logging at debug level: no token appears in the log, on
 // standard output, or in any answer.
+//
+// It is one piece: every request it sends is then looked for in the one log.
 func TestTokensNeverLeak(t *testing.T) {
 	random := func(prefix string) string {
 		b := make([]byte, 12)

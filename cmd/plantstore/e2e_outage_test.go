@@ -33,6 +33,8 @@ const (
 // again in the same process. Every create answered 200 is stored, no create
 // answered 503 is, and one answered 504 (its COMMIT in flight at the cut)
 // is settled by a retry.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestDatabaseOutage(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
 	p := startProcess(t, "-db", dsn, "-log-level", "error")

@@ -62,6 +62,8 @@ func mountTmpfs(t *testing.T, size int) string {
 // GET /readyz does too, though the file can still be read; freeing space
 // makes GET /readyz answer 200 again with no client write, and creates
 // succeed. Every acknowledged create is stored.
+//
+// It is one piece: each step acts on what the steps before it left, on one full filesystem.
 func TestDiskFullReadiness(t *testing.T) {
 	dir := mountTmpfs(t, 2<<20)
 	filler := filepath.Join(dir, "filler")

@@ -32,6 +32,8 @@ type answer struct {
 // while it is stopped: no lock of the first, held across its pause, may
 // make them wait. Once it resumes, every create acknowledged by any of
 // them is stored and delivered.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a binary three times for 10 s; skipped in -short mode")

@@ -79,6 +79,8 @@ next:
 // create, a conflicting one and one with a wrong token, and reads the
 // series they made from /metrics: on the main listener by default, and on
 // its own listener with -metrics-addr, the main one then answering 404.
+//
+// It is one piece: the scrapes check what the requests before them did, on one process.
 func TestMetricsEndpoint(t *testing.T) {
 	for _, separate := range []bool{false, true} {
 		name := "main listener"

@@ -204,6 +204,7 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 	}
 }
 
+// TestStartupFailsOnUnusableSQLitePaths checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 	tests := []struct {
 		name string

@@ -32,6 +32,7 @@ var (
 	readBNoTg = Output{Result: OK, Plant: Plant{Present: true, Name: "b"}}
 )
 
+// TestModel checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestModel(t *testing.T) {
 	tests := []struct {
 		name    string

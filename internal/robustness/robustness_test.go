@@ -72,6 +72,8 @@ type runResult struct {
 // exec sends random creates, deletes and reads from clients goroutines,
 // each with its own connections, to random servers of r, while r's faults
 // are injected.
+//
+// It is one piece: one switch over the kinds of operation, each recorded the same way.
 func (r run) exec(t *testing.T) runResult {
 	t.Helper()
 	seed := rand.Uint64()
