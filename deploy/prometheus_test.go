@@ -356,11 +356,16 @@ func scrapeServer(t *testing.T) families {
 	}
 	<-delivered
 
-	resp, err = http.Get(p.URL + "/metrics")
+	req, _ = http.NewRequest("GET", p.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer prometheus-test") // /metrics on -addr needs the token
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics = %d, want 200", resp.StatusCode)
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
