@@ -12,6 +12,7 @@
 # Usage: scripts/loopback-bench.sh            (from the repository root or anywhere)
 #        SERVERS="memory sqlite postgres" scripts/loopback-bench.sh
 #        SERVERS="old new" BIN_old=/tmp/a BIN_new=/tmp/b scripts/loopback-bench.sh
+#        SERVERS="floor plantstore ogen oapi-codegen" scripts/loopback-bench.sh
 #
 # SERVERS lists the servers, the first being the one the others are divided by.
 # A name is one of
@@ -20,6 +21,9 @@
 #   memory       plantstore -db memory
 #   sqlite       plantstore on a new SQLite file in a temporary directory each round
 #   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN)
+#   ogen         ogen's server without OpenTelemetry, generated from httpapi/openapi.json
+#   oapi-codegen oapi-codegen's strict server on net/http, generated likewise
+#                (both from the module scripts/peers, plants in memory; see its doc.go)
 #   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory);
 #                {tmp} in ARGS_<name> becomes a new empty directory each round, so
 #                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file
@@ -76,7 +80,7 @@ if (( ${#servers[@]} < 2 )); then
 	die "SERVERS must name at least two servers, not \"$SERVERS\""
 fi
 for name in "${servers[@]}"; do
-	[[ $name =~ ^[A-Za-z0-9_]+$ ]] || die "server names are letters, digits and _: not \"$name\""
+	[[ $name =~ ^[A-Za-z0-9_]+$ || $name == oapi-codegen ]] || die "server names are letters, digits and _: not \"$name\""
 	if [[ $name == postgres && -z $BENCH_POSTGRES_DSN ]]; then
 		die "server postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
 	fi
@@ -105,6 +109,12 @@ echo "building into $tmp" >&2
 	if [[ -z ${PLANTSTORE_BIN:-} ]]; then
 		go build -o "$tmp/plantstore" ./cmd/plantstore
 	fi
+	if [[ " ${servers[*]} " == *" ogen "* || " ${servers[*]} " == *" oapi-codegen "* ]]; then
+		cd scripts/peers
+		go generate ./... >/dev/null 2>&1 || die "go generate in scripts/peers failed: run it there to see why"
+		go build -o "$tmp/ogenserver" ./ogenserver
+		go build -o "$tmp/oapiserver" ./oapiserver
+	fi
 )
 plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
 
@@ -113,8 +123,11 @@ plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
 start_server() {
 	local name=$1 out="$tmp/server.out" bin args
 	: >"$out"
-	if [[ $name == floor ]]; then
-		taskset -c "$SERVER_CPU" "$tmp/floorserver" -addr 127.0.0.1:0 >"$out" 2>"$tmp/server.err" &
+	if [[ $name == floor || $name == ogen || $name == oapi-codegen ]]; then
+		bin=$tmp/floorserver
+		[[ $name == ogen ]] && bin=$tmp/ogenserver
+		[[ $name == oapi-codegen ]] && bin=$tmp/oapiserver
+		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$bin" -addr 127.0.0.1:0 >"$out" 2>"$tmp/server.err" &
 	else
 		bin=$plantstore_bin
 		case $name in
@@ -181,14 +194,14 @@ echo "$(nproc) cores; server on core $SERVER_CPU, $CLIENT on core $CLIENT_CPU; $
 declare -A rps_of p99_of ratios_of
 bad_total=0
 base=${servers[0]}
-printf '%-6s %-11s %12s %10s %8s\n' round server req/s p99_ms non200
+printf '%-6s %-12s %12s %10s %8s\n' round server req/s p99_ms non200
 for round in $(seq "$ROUNDS"); do
 	for name in "${servers[@]}"; do
 		start_server "$name"
 		read -r rps p99 bad < <(load "$tmp/$name-$round.out")
 		stop_server
 		[[ -n $rps ]] || die "no req/s in $CLIENT's output for $name round $round: $(cat "$tmp/$name-$round.out")"
-		printf '%-6s %-11s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
+		printf '%-6s %-12s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
 		bad_total=$(( bad_total + bad ))
 		rps_of[$name]+="$rps "; p99_of[$name]+="$p99 "
 		if [[ $name == "$base" ]]; then base_rps=$rps
@@ -199,11 +212,11 @@ done
 
 # shellcheck disable=SC2086 # the lists are words.
 mb=$(median ${rps_of[$base]}); mbp=$(median ${p99_of[$base]})
-printf '%-6s %-11s %12.1f %10.3f\n' median "$base" "$mb" "$mbp"
+printf '%-6s %-12s %12.1f %10.3f\n' median "$base" "$mb" "$mbp"
 for name in "${servers[@]:1}"; do
 	# shellcheck disable=SC2086
 	m=$(median ${rps_of[$name]}); mp=$(median ${p99_of[$name]})
-	printf '%-6s %-11s %12.1f %10.3f\n' median "$name" "$m" "$mp"
+	printf '%-6s %-12s %12.1f %10.3f\n' median "$name" "$m" "$mp"
 done
 # Each round's runs follow one another, so they share most of whatever else
 # the machine was doing; the median of the rounds' ratios is steadier than
