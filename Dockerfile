@@ -3,7 +3,7 @@
 # as the unprivileged user 65532, keeping its SQLite file in the /data
 # volume. See docs/operations.md#container-image.
 #
-#   docker build -t plantstore .
+#   docker build --build-arg COMMIT=$(git rev-parse HEAD) -t plantstore .
 #   docker run -d --name plantstore -p 8080:8080 -v plantstore-data:/data plantstore
 #   docker logs plantstore    # the generated token, unless PLANTSTORE_TOKENS or -token-file is given
 
@@ -14,7 +14,10 @@ RUN go mod download
 COPY . .
 # deploy/docker_test.go runs this line as it stands (only its -o changed)
 # and checks that it makes a static, stripped binary: keep it one line.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/plantstore ./cmd/plantstore
+# .git is not sent to the build (.dockerignore), so the commit comes in as
+# a build argument: docker build --build-arg COMMIT=$(git rev-parse HEAD) .
+ARG COMMIT=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildCommit=${COMMIT}" -o /out/plantstore ./cmd/plantstore
 RUN mkdir /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

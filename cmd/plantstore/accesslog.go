@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -26,14 +27,24 @@ import (
 // request id with a quote, is handed to the handler instead, which quotes
 // and escapes it as it does every other line; so are all lines while
 // handler is not slog's text or JSON handler as newLogger makes it.
+//
+// A probe's success, a 200 answer to GET /healthz or /readyz, is logged at
+// debug, as a load balancer probing every second would otherwise fill the
+// log with them; its failures stay at info.
 type accessLog struct {
 	w       io.Writer    // the log output, a *logWriter
 	json    bool         // -log-format json
 	handler slog.Handler // for the lines with bytes to quote
+	// probe marks the Routes of /healthz and /readyz.
+	probe [256]bool
 }
 
 func newAccessLog(w io.Writer, json bool, handler slog.Handler) *accessLog {
-	return &accessLog{w: w, json: json, handler: handler}
+	l := &accessLog{w: w, json: json, handler: handler}
+	for _, r := range httpapi.Routes() {
+		l.probe[r] = r.String() == "/healthz" || r.String() == "/readyz"
+	}
+	return l
 }
 
 // lineBufs keeps access lines' buffers between requests.
@@ -41,8 +52,12 @@ var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 
 // served writes the access line of s.
 func (l *accessLog) served(s httpapi.Served) {
+	if l.probe[s.Route] && s.Status == http.StatusOK {
+		l.record(s, slog.LevelDebug)
+		return
+	}
 	if !plain(s.Method) || !plain(s.Path) || !plain(s.RequestID) {
-		l.slow(s)
+		l.record(s, slog.LevelInfo)
 		return
 	}
 	end := s.Start.Add(s.Duration)
@@ -91,9 +106,13 @@ func (l *accessLog) served(s httpapi.Served) {
 	lineBufs.Put(bp)
 }
 
-// slow writes the access line of s through the log handler.
-func (l *accessLog) slow(s httpapi.Served) {
-	r := slog.NewRecord(s.Start.Add(s.Duration), slog.LevelInfo, "request", 0)
+// record writes the access line of s at level through the log handler,
+// if it takes that level.
+func (l *accessLog) record(s httpapi.Served, level slog.Level) {
+	if !l.handler.Enabled(context.Background(), level) {
+		return
+	}
+	r := slog.NewRecord(s.Start.Add(s.Duration), level, "request", 0)
 	r.AddAttrs(
 		slog.String("method", s.Method),
 		slog.String("path", s.Path),

@@ -96,3 +96,37 @@ func BenchmarkAccessLog(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestProbesLogAtDebug checks that a load balancer's probes, answered 200,
+// leave no access line at info but one at debug, and that a failed probe
+// and any other request are logged at info.
+func TestProbesLogAtDebug(t *testing.T) {
+	routes := map[string]httpapi.Route{}
+	for _, r := range httpapi.Routes() {
+		routes[r.String()] = r
+	}
+	for _, c := range []struct {
+		route  string
+		status int
+		level  slog.Level
+		want   string // the line's level, or "" for none
+	}{
+		{"/readyz", 200, slog.LevelInfo, ""},
+		{"/healthz", 200, slog.LevelInfo, ""},
+		{"/readyz", 200, slog.LevelDebug, "level=DEBUG"},
+		{"/readyz", 503, slog.LevelInfo, "level=INFO"},
+		{"/plants", 200, slog.LevelInfo, "level=INFO"},
+	} {
+		r, ok := routes[c.route]
+		if !ok {
+			t.Fatalf("no Route %s in %v", c.route, httpapi.Routes())
+		}
+		var out bytes.Buffer
+		l := newAccessLog(&out, false, slog.NewTextHandler(&out, &slog.HandlerOptions{Level: c.level}))
+		l.served(httpapi.Served{Route: r, Method: "GET", Path: c.route, Status: c.status, RequestID: "probe-1", Start: time.Now()})
+		got := out.String()
+		if c.want == "" && got != "" || c.want != "" && !bytes.Contains(out.Bytes(), []byte(" "+c.want+" msg=request")) {
+			t.Errorf("%s answered %d, logging at %v: wrote %q, want %q", c.route, c.status, c.level, got, c.want)
+		}
+	}
+}

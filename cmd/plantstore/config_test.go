@@ -335,26 +335,12 @@ func TestRunLogsAndFlushesAFatalError(t *testing.T) {
 	}
 }
 
-// otherVariables are the PLANTSTORE_ variables that set no flag.
-var otherVariables = map[string]string{
-	"PLANTSTORE_TOKENS":               "accepted tokens (cmd/plantstore, cmd/plantload, examples)",
-	"PLANTSTORE_WEBHOOK_SECRET":       "the webhook signing secret",
-	"PLANTSTORE_TEST_POSTGRES_DSN":    "the PostgreSQL server of the tests",
-	"PLANTSTORE_BIN":                  "scripts/loopback-bench.sh: the server binary to measure",
-	"PLANTSTORE_ARGS":                 "scripts/loopback-bench.sh: its arguments",
-	"PLANTSTORE_REQUIRE_OPENAPI_LINT": "tests: fail TestOpenAPILint instead of skipping it (CI)",
-	"PLANTSTORE_ROBUSTNESS_DURATION":  "tests: how long each linearizability run lasts",
-	"PLANTSTORE_ROBUSTNESS_OUT":       "tests: where a failed linearizability check writes its visualization",
-	"PLANTSTORE_KEEP_FLEET":           "deploy's fleet test: keep the fleet's files",
-	"PLANTSTORE_TEST_PG_BINDIR":       "tests: where internal/pgtest finds PostgreSQL's programs",
-}
-
 // TestVariablesAreSpelledOneWay checks that every PLANTSTORE_ variable
 // the commands, examples, scripts and documents mention is one the binary
 // reads, so that no program spells one differently.
 func TestVariablesAreSpelledOneWay(t *testing.T) {
 	known := map[string]bool{}
-	for v := range otherVariables {
+	for v := range projectVariables {
 		known[v] = true
 	}
 	o, _ := parseFlags(nil, func(string) string { return "" })

@@ -185,6 +185,9 @@ func (o *options) check() error {
 			return o.flagError("cors-origin", err)
 		}
 	}
+	if o.webhookSecret != "" && len(o.webhooks) == 0 {
+		return o.flagError("webhook-secret-file", errors.New("needs -webhook: with no subscriber, nothing is signed"))
+	}
 	if o.metricsPublic && o.metricsAddr != "" {
 		return o.flagError("metrics-public", errors.New("is for /metrics on -addr, and -metrics-addr moves it elsewhere"))
 	}

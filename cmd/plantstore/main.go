@@ -84,6 +84,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	logs, logger := startLogs(o, stderr)
+	for _, w := range unknownVariables(environ(), o.fs) {
+		logger.Warn(w)
+	}
 	// Whatever way run returns, what it logged reaches stderr, and so does
 	// the error that ends it, as a log line a log collector can parse.
 	defer func() {

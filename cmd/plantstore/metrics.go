@@ -35,25 +35,20 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// buildLabels reads the binary's version and VCS revision from the build
-// information Go embeds. A binary built from a work tree has version
-// "(devel)"; one built without VCS stamping (-buildvcs=false) has revision
-// "unknown".
+// buildLabels reads the binary's version and VCS revision as -version
+// does (see buildIdentity). A binary built from a work tree has version
+// "(devel)"; one built without VCS stamping (-buildvcs=false) and without
+// -ldflags "-X main.buildCommit=…" has revision "unknown".
 func buildLabels() prometheus.Labels {
-	l := prometheus.Labels{"version": "unknown", "revision": "unknown", "goversion": runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return l
+		bi = &debug.BuildInfo{}
 	}
-	if bi.Main.Version != "" {
-		l["version"] = bi.Main.Version
+	v, rev, _ := buildIdentity(bi, buildVersion, buildCommit)
+	if rev == "" {
+		rev = "unknown"
 	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && s.Value != "" {
-			l["revision"] = s.Value
-		}
-	}
-	return l
+	return prometheus.Labels{"version": v, "revision": rev, "goversion": runtime.Version()}
 }
 
 // metricsHandler serves reg's metrics.
