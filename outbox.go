@@ -88,3 +88,14 @@ type Outbox interface {
 	// subscriber, fanned out or not.
 	Depth(ctx context.Context) (int, error)
 }
+
+// An OutboxReleaser is an [Outbox] that can end every lease an owner holds
+// at once, for a Dispatcher that starts under the name of one that did not
+// stop cleanly (the same process, restarted after a crash or kill -9): it
+// takes back what its previous run had claimed at once, instead of waiting
+// for the leases to expire. Two running owners must never share a name.
+type OutboxReleaser interface {
+	// Release ends the leases owner holds on deliveries, which any owner
+	// may then claim when they are due, and returns how many it ended.
+	Release(ctx context.Context, owner string) (int, error)
+}

@@ -100,11 +100,14 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 		cfg:    cfg,
 		key:    key,
 		log:    cfg.logger,
-		owner:  "dispatcher_" + rand.Text(),
+		owner:  cfg.owner,
 		wake:   make(chan struct{}, 1),
 	}
 	if d.log == nil {
 		d.log = slog.Default()
+	}
+	if d.owner == "" {
+		d.owner = "dispatcher_" + rand.Text()
 	}
 	if err := d.addSubscribers(subscribers); err != nil {
 		return nil, err
@@ -231,6 +234,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if ran {
 		return ErrRunning
 	}
+	d.takeBack(ctx)
 	var wg sync.WaitGroup
 	for _, s := range d.subs {
 		wg.Go(func() { s.run(ctx) })
@@ -239,6 +243,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	wg.Go(func() { d.logStats(ctx) })
 	wg.Wait()
 	return nil
+}
+
+// takeBack ends the leases a Dispatcher of the same name held, when the
+// name was given (see [WithOwner]) and the outbox can. Should it fail,
+// the leases expire as they would have.
+func (d *Dispatcher) takeBack(ctx context.Context) {
+	r, ok := d.source.(plantstore.OutboxReleaser)
+	if !ok || d.cfg.owner == "" {
+		return
+	}
+	n, err := r.Release(ctx, d.owner)
+	switch {
+	case err != nil:
+		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not take back the deliveries of this owner's last run; they wait for their leases",
+			slog.String("owner", d.owner), slog.Any("err", err))
+	case n > 0:
+		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: took back the deliveries this owner's last run held",
+			slog.String("owner", d.owner), slog.Int("deliveries", n))
+	}
 }
 
 // fanOut creates the deliveries of new events whenever Notify is called,

@@ -33,6 +33,7 @@ type config struct {
 	concurrency    int
 	maxInFlight    int
 	lease          time.Duration
+	owner          string
 	statsInterval  time.Duration
 	logger         *slog.Logger
 }
@@ -104,6 +105,19 @@ func WithMaxInFlight(n int) Option {
 // [DefaultLease], 30s.
 func WithLease(d time.Duration) Option {
 	return func(cfg *config) { cfg.lease = d }
+}
+
+// WithOwner names the Dispatcher in the leases it takes. A Dispatcher
+// that starts under the name of one that did not stop cleanly, such as
+// the same process restarted after a crash, takes back at once the
+// deliveries that one held, when the outbox is a
+// [plantstore.OutboxReleaser], instead of waiting for their leases; a
+// clean stop hands them back itself. Two running Dispatchers sharing an
+// outbox must never share a name: give each process its own, stable
+// across its restarts (cmd/plantstore uses its host name and address).
+// Default: a random name, new for every Dispatcher.
+func WithOwner(name string) Option {
+	return func(cfg *config) { cfg.owner = name }
 }
 
 // WithStatsInterval sets how often the outbox depth and the delivery rate

@@ -3,8 +3,10 @@ package webhook_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,5 +142,95 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered (-want +got):\n%s", diff)
+	}
+}
+
+// deadOutbox is the outbox as a process that is being killed sees it: once
+// dead, no call reaches the storage, so that what the process held stays
+// leased to it, as after kill -9.
+type deadOutbox struct {
+	plantstore.Outbox
+	dead atomic.Bool
+}
+
+var errKilled = errors.New("the process was killed")
+
+func (o *deadOutbox) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
+	if o.dead.Load() {
+		return nil, errKilled
+	}
+	return o.Outbox.Claim(ctx, sub, owner, until, limit)
+}
+
+func (o *deadOutbox) Extend(ctx context.Context, sub, owner string, seqs []int64, until time.Time) ([]int64, error) {
+	if o.dead.Load() {
+		return nil, errKilled
+	}
+	return o.Outbox.Extend(ctx, sub, owner, seqs, until)
+}
+
+func (o *deadOutbox) Retry(ctx context.Context, sub, owner string, retries []plantstore.Retry) error {
+	if o.dead.Load() {
+		return errKilled
+	}
+	return o.Outbox.Retry(ctx, sub, owner, retries)
+}
+
+func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
+	if o.dead.Load() {
+		return errKilled
+	}
+	return o.Outbox.Ack(ctx, sub, seqs)
+}
+
+// TestRestartTakesBackItsLeases kills a Dispatcher named by WithOwner while
+// it holds deliveries leased for an hour, and checks that a Dispatcher
+// started under the same name, as the same process restarted, delivers
+// them at once, and that one under another name is not given them.
+func TestRestartTakesBackItsLeases(t *testing.T) {
+	const n, owner = 20, "plantstore host-1 10.0.0.1:8080"
+	var hold atomic.Bool
+	hold.Store(true)
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		if hold.Load() {
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
+	subs := []string{rc.url()}
+	dying := &deadOutbox{Outbox: s}
+	d1, _, stop1 := start(t, dying, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	waitFor(t, "four requests held by the subscriber", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == 4
+	})
+	// A claim of another process finds nothing once the Dispatcher holds
+	// every delivery; its lease ends as it is taken, so that what it
+	// might find before then stays free.
+	waitFor(t, "every delivery claimed", func() bool {
+		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
+		return err == nil && len(ds) == 0
+	})
+	dying.dead.Store(true)
+	stop1() // its hand-back fails: the leases stay with owner
+	hold.Store(false)
+
+	_, l, _ := start(t, s, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour))
+	waitFor(t, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+	if !strings.Contains(l.String(), "took back the deliveries this owner's last run held") {
+		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
+	}
+	want := make([]int64, 0, n)
+	for id := range int64(n) {
+		want = append(want, id)
+	}
+	if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 	}
 }

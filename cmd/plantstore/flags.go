@@ -52,6 +52,11 @@ type options struct {
 	// path instead of serving (see probe).
 	probe string
 
+	// instance names this process in the webhook leases it takes: its host
+	// name and the address -addr bound, the same across its restarts and
+	// different from every other instance's (see instanceName).
+	instance string
+
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.
 	fromEnv map[string]string

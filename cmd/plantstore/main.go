@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer lns.close()
+	o.instance = instanceName(lns.api.Addr())
 
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())

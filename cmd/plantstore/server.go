@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,20 @@ func listen(o *options) (*listeners, error) {
 		}
 	}
 	return lns, nil
+}
+
+// instanceName names the process listening on addr in the webhook leases
+// it takes, so that restarted on the same host and address it takes back
+// at once the deliveries it held when it was killed (webhook.WithOwner),
+// and no other instance of a fleet shares the name: two processes cannot
+// listen on one address of one host. With -addr's port 0 the name changes
+// at every start, and a restart waits for the leases, -webhook-lease.
+func instanceName(addr net.Addr) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return "plantstore " + host + " " + addr.String()
 }
 
 // close closes the listeners not closed already, as an http.Server's

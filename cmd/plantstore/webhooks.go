@@ -91,6 +91,7 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 	}
 	d, err := webhook.New(source, o.webhooks, []byte(secret),
 		webhook.WithLease(o.webhookLease),
+		webhook.WithOwner(o.instance),
 		webhook.WithLogger(logger))
 	if err != nil {
 		return nil, nil, err
