@@ -9,15 +9,15 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // startBinary builds cmd/plantstore, starts it on a loopback port with
 // memory storage and the test token, and returns its URL.
 func startBinary(t *testing.T) string {
 	t.Helper()
-	bin := proctest.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
-	return proctest.Start(t, bin, proctest.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
+	bin := testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	return testkit.Start(t, bin, testkit.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
 }
 
 // TestAgainstBinary talks to the real plantstore binary over loopback.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // An instruction is one instruction of a Dockerfile: its keyword in capitals
@@ -180,7 +180,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		run = append(run, k+"="+v)
 	}
-	server := proctest.Start(t, bin, proctest.Env(run...))
+	server := testkit.Start(t, bin, testkit.Env(run...))
 	if _, err := os.Stat(filepath.Join(data, filepath.Base(env["PLANTSTORE_DB"]))); err != nil {
 		t.Errorf("the server did not make its database in the volume: %v", err)
 	}
@@ -194,7 +194,7 @@ func TestDockerfile(t *testing.T) {
 		t.Fatalf("the HEALTHCHECK runs %s, want the image's binary %s: the image has no other program", argv[0], binInImage)
 	}
 	probe := exec.Command(bin, argv[1:]...)
-	probe.Env = proctest.Env(append(run, "PLANTSTORE_ADDR="+strings.TrimPrefix(server.URL, "http://"))...)
+	probe.Env = testkit.Env(append(run, "PLANTSTORE_ADDR="+strings.TrimPrefix(server.URL, "http://"))...)
 	b, err := probe.CombinedOutput()
 	if err != nil {
 		t.Errorf("HEALTHCHECK %q against the running server: %v\n%s", argv, err, b)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestFleetRestartsOneInstance restarts one instance with fleet.sh restart
@@ -66,15 +66,7 @@ func TestFleetRestartsOneInstance(t *testing.T) {
 		wg.Wait()
 	})
 	defer stopLoad()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(90 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				stopLoad()
-				t.Fatalf("gave up waiting for %s", what)
-			}
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 90*time.Second, what, cond) }
 
 	waitFor("creates before the restart", func() bool { return acked.Load() >= 500 })
 	restartStart := time.Now()
@@ -281,8 +273,8 @@ func startMemoryFleet(t *testing.T) *memoryFleet {
 		}
 	}
 	dir := t.TempDir()
-	bin := proctest.Build(t, "../cmd/plantstore")
-	f := &memoryFleet{fleet: &fleet{dir: dir, env: proctest.Env(
+	bin := testkit.Build(t, "../cmd/plantstore")
+	f := &memoryFleet{fleet: &fleet{dir: dir, env: testkit.Env(
 		"FLEET_DIR="+dir,
 		"FLEET_DB=memory",
 		"PLANTSTORE_BIN="+bin,

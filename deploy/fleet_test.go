@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 const token = "fleet-test-token"
@@ -70,13 +70,13 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "plantstore")
-	proctest.BuildAt(t, bin, "../cmd/plantstore")
+	testkit.BuildAt(t, bin, "../cmd/plantstore")
 	ports := freePorts(t, 5)
 	f := &fleet{
 		dir:       dir,
 		url:       "http://127.0.0.1:" + ports[0],
 		instances: []string{"127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2], "127.0.0.1:" + ports[3]},
-		env: proctest.Env(
+		env: testkit.Env(
 			"FLEET_DIR="+dir,
 			"FLEET_LB_ADDR=127.0.0.1:"+ports[0],
 			"FLEET_PORTS="+strings.Join(ports[1:4], " "),
@@ -214,37 +214,10 @@ func create(url string, id int64, conn *string) (status, code int, err error) {
 	return resp.StatusCode, e.Error, nil
 }
 
-// listAll pages through GET /plants and returns every stored plant's name.
+// listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	got := map[int64]string{}
-	after := ""
-	for {
-		req, _ := http.NewRequest("GET", url+"/plants?limit=1000"+after, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var page []struct {
-			ID   int64
-			Name string
-		}
-		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("list: status %d, %v", resp.StatusCode, err)
-		}
-		for _, p := range page {
-			got[p.ID] = p.Name
-		}
-		// A page may be short of the limit when it is full in bytes; the
-		// last page is the one without a Link.
-		if resp.Header.Get("Link") == "" {
-			return got
-		}
-		after = fmt.Sprintf("&after=%d", page[len(page)-1].ID)
-	}
+	return testkit.ListAll(t, client, url, token)
 }
 
 // waitRefused waits until nothing listens on addr any more, as when the
@@ -325,15 +298,7 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 		wg.Wait()
 	})
 	defer stopLoad()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(90 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				stopLoad()
-				t.Fatalf("gave up waiting for %s", what)
-			}
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 90*time.Second, what, cond) }
 
 	waitFor("creates before the kill", func() bool { return acked.Load() >= 2000 })
 	victim := f.pid(t, "ps2")

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 const (
@@ -327,7 +327,7 @@ func (f families) sample(name string) (*family, bool) {
 // it a create, and returns what its /metrics shows.
 func scrapeServer(t *testing.T) families {
 	t.Helper()
-	bin := proctest.Build(t, "../cmd/plantstore")
+	bin := testkit.Build(t, "../cmd/plantstore")
 	delivered := make(chan struct{}, 1)
 	subscriber := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
@@ -338,7 +338,7 @@ func scrapeServer(t *testing.T) families {
 	}))
 	t.Cleanup(subscriber.Close)
 	dir := t.TempDir()
-	p := proctest.Start(t, bin, proctest.Env(
+	p := testkit.Start(t, bin, testkit.Env(
 		"PLANTSTORE_TOKENS=prometheus-test",
 		"PLANTSTORE_WEBHOOK_SECRET=a-webhook-secret-of-at-least-24-bytes",
 	), "-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", subscriber.URL+"/hook")

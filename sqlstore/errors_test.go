@@ -13,6 +13,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/faultproxy"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // behindProxy makes a fresh PostgreSQL schema and returns a *sql.DB
@@ -97,19 +98,9 @@ func TestDatabaseOutage(t *testing.T) {
 			}
 		})
 	}
-	// waitFor waits until cond holds, or fails the test after a bounded
-	// number of polls.
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for i := 0; !cond(); i++ {
-			if i == 3000 {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("gave up waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopLoad()
+	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 15*time.Second, what, cond) }
 
 	waitFor("creates before the outage", func() bool { return ok.Load() >= 200 })
 	proxy.Cut()
@@ -131,8 +122,7 @@ func TestDatabaseOutage(t *testing.T) {
 	proxy.Restore()
 	restored.Store(true)
 	waitFor("creates to succeed after the outage", func() bool { return okAfterRestore.Load() >= 200 })
-	close(stop)
-	wg.Wait()
+	stopLoad()
 
 	for _, err := range unexpected {
 		t.Errorf("Create = %v, want nil, ErrUnavailable or ErrOutcomeUnknown", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -30,7 +31,7 @@ func TestDeliver(t *testing.T) {
 	for _, np := range plants {
 		mustCreate(t, ps, np)
 	}
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
 	want := []string{}
 	for _, np := range plants {
@@ -63,7 +64,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 	mo := webhook.NewMemoryOutbox()
 	d, l, _ := start(t, mo, []string{rc.url()})
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
 	attempts, delivered, _ := rc.stats()
 	if len(attempts) != 1 {
@@ -102,11 +103,11 @@ func TestDeadSubscriber(t *testing.T) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 		d.Notify()
 	}
-	waitFor(t, "live to receive every event", func() bool {
+	testkit.WaitUntil(t, time.Minute, "live to receive every event", func() bool {
 		_, delivered, _ := live.stats()
 		return len(delivered) == n
 	})
-	waitFor(t, "dead to time out an attempt", func() bool {
+	testkit.WaitUntil(t, time.Minute, "dead to time out an attempt", func() bool {
 		attempts, _, _ := dead.stats()
 		return len(attempts) > 0
 	})
@@ -164,7 +165,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	// a row is taken as down, and a failure then never abandons.
 	d, l, _ := start(t, mo, []string{redirect.url()}, webhook.WithMaxAge(time.Nanosecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	waitFor(t, "the event to be abandoned", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the event to be abandoned", func() bool { return mo.Len() == 0 })
 
 	if attempts, _, _ := target.stats(); len(attempts) != 0 {
 		t.Errorf("redirect target received %v, want nothing", attempts)
@@ -185,7 +186,7 @@ func TestMaxAgeAbandons(t *testing.T) {
 	// a row is taken as down, and a failure then never abandons.
 	d, l, _ := start(t, mo, []string{failing.url(), live.url()}, webhook.WithMaxAge(time.Nanosecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	waitFor(t, "the event to be deleted", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the event to be deleted", func() bool { return mo.Len() == 0 })
 
 	if attempts, _, _ := failing.stats(); len(attempts) != 1 {
 		t.Errorf("failing subscriber attempts %v, want attempts for one id", attempts)
@@ -221,7 +222,7 @@ func TestManyConcurrentCreates(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d creates failed", failed.Load())
 	}
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
 	want := make([]int64, n)
 	for i := range want {
@@ -257,7 +258,7 @@ func (failingOutbox) Depth(context.Context) (int, error)                        
 func TestOutboxFailureIsLogged(t *testing.T) {
 	rc := newReceiver(t, ok)
 	_, l, stop := start(t, failingOutbox{}, []string{rc.url()})
-	waitFor(t, "the failure to be logged", func() bool { return strings.Contains(l.String(), errDown.Error()) })
+	testkit.WaitUntil(t, time.Minute, "the failure to be logged", func() bool { return strings.Contains(l.String(), errDown.Error()) })
 	stop()
 }
 

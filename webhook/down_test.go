@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -59,7 +60,7 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	d, l, _ := start(t, claims, []string{rc.url()})
 	ps := newPlantStore(mo, d)
 	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
-	waitFor(t, "the subscriber to be taken as down", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
@@ -69,17 +70,17 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "p"})
 	}
 	atDown := rc.total()
-	waitFor(t, "five probes", func() bool { return rc.total() >= atDown+5 })
+	testkit.WaitUntil(t, time.Minute, "five probes", func() bool { return rc.total() >= atDown+5 })
 	// While the subscriber is down, the Dispatcher claims one delivery at
 	// a time, its probe, and only when the probe is due.
 	mark := len(claims.limits())
-	waitFor(t, "three more claims", func() bool { return len(claims.limits()) >= mark+3 })
+	testkit.WaitUntil(t, time.Minute, "three more claims", func() bool { return len(claims.limits()) >= mark+3 })
 	if limits := claims.limits()[mark:]; slices.ContainsFunc(limits, func(l int) bool { return l != 1 }) {
 		t.Errorf("claim limits while the subscriber is down = %v, want only 1 (one probe at a time)", limits)
 	}
 
 	down.Store(false)
-	waitFor(t, "every event to be delivered", func() bool {
+	testkit.WaitUntil(t, time.Minute, "every event to be delivered", func() bool {
 		_, delivered, _ := rc.stats()
 		return len(delivered) == n
 	})
@@ -117,7 +118,7 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	waitFor(t, "the outbox to drop the events past its bound", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the outbox to drop the events past its bound", func() bool {
 		return float64(d.Stats().Dropped) == n-bound
 	})
 	if got := depth(t, d); got != bound {
@@ -130,18 +131,18 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	// Once the subscriber is taken as down and two probes were made, one
 	// after the other with nothing else held, every delivery claimed
 	// before the drops has ended, so that only the newest events are left.
-	waitFor(t, "the subscriber to be taken as down", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
 	atDown := rc.total()
-	waitFor(t, "two probes", func() bool { return rc.total() >= atDown+2 })
+	testkit.WaitUntil(t, time.Minute, "two probes", func() bool { return rc.total() >= atDown+2 })
 
 	down.Store(false)
 	want := make([]int64, 0, bound)
 	for id := int64(n - bound); id < n; id++ {
 		want = append(want, id)
 	}
-	waitFor(t, "the newest events to be delivered", func() bool { return pendingCount(t, s) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the newest events to be delivered", func() bool { return pendingCount(t, s) == 0 })
 	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
@@ -175,12 +176,12 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	waitFor(t, "the subscriber to be taken as down", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
-	waitFor(t, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
+	testkit.WaitUntil(t, time.Minute, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
 	atOld := rc.total()
-	waitFor(t, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
+	testkit.WaitUntil(t, time.Minute, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
 	if got := float64(d.Stats().Abandoned); got != 0 {
 		t.Errorf("plantstore_webhook_abandoned_total = %v after failed probes, want 0:\n%s", got, l)
 	}
@@ -189,10 +190,10 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	}
 
 	refuseOne.Store(true)
-	waitFor(t, "the refused event to be abandoned", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the refused event to be abandoned", func() bool {
 		return float64(d.Stats().Abandoned) == 1
 	})
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	want := make([]int64, 0, n-1)
 	for id := int64(1); id < n; id++ {
 		want = append(want, id)
@@ -212,7 +213,7 @@ func TestSubscribersDownEndsWithRun(t *testing.T) {
 	for id := range int64(20) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	waitFor(t, "the subscriber to be taken as down", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
 		return strings.Contains(l.String(), "webhook: subscriber down")
 	})
 	if got := float64(d.Stats().SubscribersDown); got != 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -32,7 +33,7 @@ func TestDispatchersShareOutbox(t *testing.T) {
 		mustCreate(t, pss[id%2], plantstore.NewPlant{ID: id, Name: "p"})
 	}
 	s, _ := openSQLite(t, path)
-	waitFor(t, "the outbox to empty", func() bool { return pendingCount(t, s) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pendingCount(t, s) == 0 })
 	for _, rc := range []*receiver{a, b} {
 		if attempts, _, _ := rc.stats(); !onceEach(n)(attempts) {
 			t.Errorf("%d webhook-ids received; want %d, each once", len(attempts), n)
@@ -86,14 +87,14 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	opts := []webhook.Option{webhook.WithLease(300 * time.Millisecond), webhook.WithAttemptTimeout(time.Minute)}
 	d1, _, _ := start(t, &cutOff{Outbox: mo}, []string{rc.url()}, opts...)
 	mustCreate(t, newPlantStore(mo, d1), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	waitFor(t, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
+	testkit.WaitUntil(t, time.Minute, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
 
 	start(t, mo, []string{rc.url()}, opts...)
-	waitFor(t, "the second Dispatcher to deliver", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver", func() bool {
 		_, delivered, _ := rc.stats()
 		return len(delivered) == 1
 	})
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 }
 
 // depth returns d's outbox depth.
@@ -138,7 +139,7 @@ func TestStats(t *testing.T) {
 	}
 	time.Sleep(maxAge - time.Since(created))
 	releaseOnce.Do(func() { close(release) })
-	waitFor(t, "the outbox to empty", func() bool { return mo.Len() == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	stop()
 
 	_, failingDelivered, _ := failing.stats()
@@ -168,7 +169,7 @@ func TestStatsLogged(t *testing.T) {
 	mo := webhook.NewMemoryOutbox()
 	d, l, _ := start(t, mo, []string{dead.url()}, webhook.WithStatsInterval(20*time.Millisecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	waitFor(t, "the statistics line", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
 		return strings.Contains(l.String(), `msg="webhook: outbox" depth=1 delivered=0`)
 	})
 }

@@ -225,19 +225,6 @@ func start(t *testing.T, source plantstore.Outbox, subscribers []string, opts ..
 	return d, l, stop
 }
 
-// waitFor waits until cond holds. It fails the test if that takes so long
-// that delivery must be stuck.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // newPlantStore returns a PlantStore in memory that adds every plant to mo
 // and wakes d.
 func newPlantStore(mo *webhook.MemoryOutbox, d *webhook.Dispatcher) *plantstore.PlantStore {

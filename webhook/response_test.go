@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -59,7 +61,7 @@ func TestSubscriberResponsesNotLogged(t *testing.T) {
 			mo := webhook.NewMemoryOutbox()
 			d, l, stop := start(t, mo, []string{tt.url})
 			mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "p"})
-			waitFor(t, "a failed attempt", func() bool { return d.Stats().FailedAttempts > 0 })
+			testkit.WaitUntil(t, time.Minute, "a failed attempt", func() bool { return d.Stats().FailedAttempts > 0 })
 			stop()
 			var warn, debug []string
 			for _, line := range strings.Split(l.String(), "\n") {

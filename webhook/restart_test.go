@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -73,7 +74,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "Fern", Tag: "✓", HasTag: true})
 	}
-	waitFor(t, "an attempt of every event", func() bool {
+	testkit.WaitUntil(t, time.Minute, "an attempt of every event", func() bool {
 		attempts, _, _ := rc.stats()
 		return len(attempts) == n
 	})
@@ -89,7 +90,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 		t.Fatalf("after the restart %d events are pending, want %d", got, n)
 	}
 	start(t, s2, subs)
-	waitFor(t, "the outbox to empty", func() bool { return pendingCount(t, s2) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pendingCount(t, s2) == 0 })
 
 	attempts, delivered, _ := rc.stats()
 	if !onceEach(n)(delivered) {
@@ -127,7 +128,7 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	waitFor(t, "four requests held by the subscriber", func() bool {
+	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
 		attempts, _, _ := rc.stats()
 		return len(attempts) == 4
 	})
@@ -135,7 +136,7 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 
 	hold.Store(false)
 	start(t, s, subs, webhook.WithLease(time.Hour))
-	waitFor(t, "the second Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
 	want := make([]int64, 0, n)
 	for id := range int64(n) {
 		want = append(want, id)
@@ -206,14 +207,14 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	waitFor(t, "four requests held by the subscriber", func() bool {
+	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
 		attempts, _, _ := rc.stats()
 		return len(attempts) == 4
 	})
 	// A claim of another process finds nothing once the Dispatcher holds
 	// every delivery; its lease ends as it is taken, so that what it
 	// might find before then stays free.
-	waitFor(t, "every delivery claimed", func() bool {
+	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
 		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
 		return err == nil && len(ds) == 0
 	})
@@ -222,7 +223,7 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 	hold.Store(false)
 
 	_, l, _ := start(t, s, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour))
-	waitFor(t, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
 	if !strings.Contains(l.String(), "took back the deliveries this owner's last run held") {
 		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
 	}

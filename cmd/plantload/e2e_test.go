@@ -13,20 +13,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestLoadsTheRealServer builds plantload and plantstore, starts the
 // server, runs two small bounded loads against it over loopback, and
 // checks what the server kept and what plantload reported.
 func TestLoadsTheRealServer(t *testing.T) {
-	env := proctest.Env("PLANTSTORE_TOKENS=load-token")
-	server := proctest.Start(t, proctest.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
+	env := testkit.Env("PLANTSTORE_TOKENS=load-token")
+	server := testkit.Start(t, testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
 		"-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn")
-	load := proctest.Build(t, ".")
+	load := testkit.Build(t, ".")
 	args := []string{"-url", server.URL, "-c", "4", "-n", "200", "-d", "0", "-start-id", "1000"}
 
-	stdout, stderr, err := proctest.Run(t, load, env, args...)
+	stdout, stderr, err := testkit.Run(t, load, env, args...)
 	if err != nil {
 		t.Fatalf("plantload: %v\n%s", err, stderr)
 	}
@@ -42,7 +42,7 @@ func TestLoadsTheRealServer(t *testing.T) {
 	}
 
 	// The same ids again: every create is a conflict.
-	stdout, stderr, err = proctest.Run(t, load, env, args...)
+	stdout, stderr, err = testkit.Run(t, load, env, args...)
 	if err != nil {
 		t.Fatalf("plantload: %v\n%s", err, stderr)
 	}
@@ -85,7 +85,7 @@ func TestLoadsTheRealServer(t *testing.T) {
 	}
 
 	// A command line that cannot run exits 2.
-	_, _, err = proctest.Run(t, load, env, "-c", "0")
+	_, _, err = testkit.Run(t, load, env, "-c", "0")
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
 		t.Errorf("plantload -c 0 exited with %v, want status 2", err)
 	}
@@ -102,15 +102,15 @@ func TestReceivesTheServersWebhooks(t *testing.T) {
 	}
 	hook := l.Addr().String()
 	l.Close()
-	env := proctest.Env("PLANTSTORE_TOKENS=load-token", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	server := proctest.Start(t, proctest.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
+	env := testkit.Env("PLANTSTORE_TOKENS=load-token", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	server := testkit.Start(t, testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
 		"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db"), "-log-level", "warn",
 		"-webhook", "http://"+hook+"/")
-	load := proctest.Build(t, ".")
+	load := testkit.Build(t, ".")
 	for i, down := range []string{"0s", "300ms"} {
 		args := []string{"-url", server.URL, "-c", "4", "-n", "300", "-d", "0", "-start-id", strconv.Itoa(1000 * (i + 1)),
 			"-webhook-listen", hook, "-webhook-wait", "1m", "-webhook-down", down}
-		stdout, stderr, err := proctest.Run(t, load, env, args...)
+		stdout, stderr, err := testkit.Run(t, load, env, args...)
 		if err != nil {
 			t.Fatalf("plantload -webhook-down %s: %v\n%s\n%s", down, err, stdout, stderr)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
@@ -56,7 +56,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	snap := filepath.Join(dir, "snap.db")
 	began := time.Now()
-	stdout, stderr, err := proctest.Run(t, binary(t), proctest.Env(), "backup", "-db", db, "-out", snap)
+	stdout, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "backup", "-db", db, "-out", snap)
 	took := time.Since(began)
 	if err != nil {
 		t.Fatalf("plantstore backup: %v\n%s%s", err, stdout, stderr)
@@ -72,7 +72,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(restored), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := proctest.Run(t, binary(t), proctest.Env(), "restore", "-from", snap, "-db", restored); err != nil {
+	if _, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "restore", "-from", snap, "-db", restored); err != nil {
 		t.Fatalf("plantstore restore: %v\n%s", err, stderr)
 	}
 	q := startProcess(t, "-db", restored, "-log-level", "warn")
@@ -111,7 +111,7 @@ func TestBackupRestoreRefuse(t *testing.T) {
 		t.Fatalf("create = %d, %v", status, err)
 	}
 	snap := filepath.Join(dir, "snap.db")
-	if _, stderr, err := proctest.Run(t, binary(t), proctest.Env(), "backup", "-db", db, "-out", snap); err != nil {
+	if _, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "backup", "-db", db, "-out", snap); err != nil {
 		t.Fatalf("plantstore backup: %v\n%s", err, stderr)
 	}
 	foreign := filepath.Join(dir, "foreign.db")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // fillDisk writes a file in dir until the filesystem has no room left,
@@ -46,7 +46,7 @@ func TestStartOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	filler := fillDisk(t, dir)
-	_, stderr, err := proctest.Run(t, binary(t), proctest.Env("PLANTSTORE_TOKENS="+procToken), "-addr", "127.0.0.1:0", "-db", db)
+	_, stderr, err := testkit.Run(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken), "-addr", "127.0.0.1:0", "-db", db)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
 		t.Errorf("start on a full disk = %v, want exit status 3\n%s", err, stderr)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestMultiHostDSN runs the server on a PostgreSQL URL listing two hosts,
@@ -82,7 +82,7 @@ func TestFailover(t *testing.T) {
 	standby := primary.StartStandby(t)
 	dsn := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
 		primary.Addr(), standby.Addr())
-	procs := []*proctest.Process{
+	procs := []*testkit.Process{
 		startProcess(t, "-db", dsn, "-log-level", "warn"),
 		startProcess(t, "-db", dsn, "-log-level", "warn"),
 	}
@@ -147,20 +147,10 @@ func TestFailover(t *testing.T) {
 		wg.Wait()
 	})
 	defer stopLoad()
+	// waitFor reads what the load recorded under its lock.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			mu.Lock()
-			ok := cond()
-			mu.Unlock()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				stopLoad()
-				t.Fatalf("gave up waiting for %s", what)
-			}
-		}
+		testkit.WaitUntil(t, 90*time.Second, what, func() bool { mu.Lock(); defer mu.Unlock(); return cond() })
 	}
 	// seen reports whether every instance's /readyz answered code after
 	// since; the caller holds mu.

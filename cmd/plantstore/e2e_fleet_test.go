@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -126,7 +126,7 @@ func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
 
 // createSpread creates plants first…first+n-1 over the processes in turn,
 // 16 at a time.
-func createSpread(t *testing.T, procs []*proctest.Process, first int64, n int) {
+func createSpread(t *testing.T, procs []*testkit.Process, first int64, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	ids := make(chan int64)
@@ -155,7 +155,7 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	rc := newHookCounter(t, nil)
 	secret := secretFile(t)
 	args := []string{"-db", dsn, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secret}
-	procs := []*proctest.Process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
+	procs := []*testkit.Process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
 
 	const n = 600
 	createSpread(t, procs, 1, n)
@@ -166,7 +166,7 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	defer db.Close()
 	// Once the outbox is empty, no delivery is pending anywhere, so no
 	// duplicate can still arrive.
-	waitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
+	testkit.WaitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0
 	})
@@ -210,10 +210,10 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 
 	a := startProcess(t, args...)
 	const n = 50
-	createSpread(t, []*proctest.Process{a}, 1, n)
+	createSpread(t, []*testkit.Process{a}, 1, n)
 	// a has claimed deliveries and sent some; the receiver holds them.
 	var leased int
-	waitUntil(t, time.Minute, "a to hold leased deliveries in flight", func() bool {
+	testkit.WaitUntil(t, time.Minute, "a to hold leased deliveries in flight", func() bool {
 		rc.mu.Lock()
 		active := rc.active
 		rc.mu.Unlock()
@@ -230,7 +230,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 	<-a.Exited()
 	// The receiver lets go of a's requests as their connections close,
 	// without answering them; from then on it answers at once.
-	waitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		return rc.active == 0
@@ -245,7 +245,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 
 	killed := time.Now()
 	startProcess(t, args...)
-	waitUntil(t, time.Minute, "b to deliver every event", func() bool {
+	testkit.WaitUntil(t, time.Minute, "b to deliver every event", func() bool {
 		plants, _ := rc.counts()
 		return len(plants) == n
 	})
@@ -253,7 +253,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 	plants, dups := rc.counts()
 	t.Logf("SIGKILL with %d deliveries leased (%d in flight at the receiver), lease %v: the second binary delivered %d of %d events within %v of the kill; %d lost, %d duplicates",
 		leased, inFlight, lease, len(plants), n, after.Round(100*time.Millisecond), n-len(plants), dups)
-	waitUntil(t, time.Minute, "the outbox to empty", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0
 	})
@@ -266,7 +266,7 @@ func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plants.db")
 	rc := newHookCounter(t, nil)
 	args := []string{"-db", path, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}
-	procs := []*proctest.Process{startProcess(t, args...), startProcess(t, args...)}
+	procs := []*testkit.Process{startProcess(t, args...), startProcess(t, args...)}
 
 	const n = 200
 	createSpread(t, procs, 1, n)
@@ -275,7 +275,7 @@ func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	waitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
+	testkit.WaitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0
 	})

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // These tests drive the real server, started in-process by run, with raw
@@ -256,7 +258,7 @@ func TestUnreadAnswersAreCutOff(t *testing.T) {
 	// where it does not, the client waits longer than the server's write
 	// deadline (the three timeouts, 3 s) instead.
 	if _, ok := serverEndState(conn); ok {
-		waitUntil(t, time.Minute, "the server to close the connection whose answers go unread", func() bool {
+		testkit.WaitUntil(t, time.Minute, "the server to close the connection whose answers go unread", func() bool {
 			state, ok := serverEndState(conn)
 			return !ok || state != tcpEstablished
 		})

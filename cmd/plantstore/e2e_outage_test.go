@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // errorOf sends GET path and returns the Error code of the answer, or 0
@@ -91,17 +93,7 @@ func TestDatabaseOutage(t *testing.T) {
 		wg.Wait()
 	}
 	defer stopLoad()
-	// waitFor polls cond until it holds, or fails the test after 60 s.
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); {
-			if time.Now().After(deadline) {
-				stopLoad()
-				t.Fatalf("gave up waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, time.Minute, what, cond) }
 
 	waitFor("creates before the outage", func() bool { return counts[beforeOutage].ok.Load() >= 200 })
 	if code := errorOf(t, p.URL, "/readyz"); code != 0 {

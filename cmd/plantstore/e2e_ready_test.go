@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/faultproxy"
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // readyzCode sends GET /readyz with a client that gives up after limit,
@@ -108,7 +108,7 @@ func TestDiskFullReadiness(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no create succeeded before the disk filled")
 	}
-	waitUntil(t, time.Minute, "GET /readyz to answer 503 on a full disk", func() bool {
+	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 503 on a full disk", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz on a full disk: %v", err)
@@ -122,7 +122,7 @@ func TestDiskFullReadiness(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, time.Minute, "GET /readyz to answer 200 once space is free", func() bool {
+	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 200 once space is free", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz after freeing space: %v", err)
@@ -186,7 +186,7 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
 	}
 	proxy.Stall()
-	waitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
+	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		if err != nil {
 			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
@@ -202,7 +202,7 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
 	}
 	proxy.Resume()
-	waitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
+	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
 		code, err := readyzCode(p.URL, bound)
 		return err == nil && code == 0
 	})
@@ -243,7 +243,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	waitUntil(t, time.Minute, "the first failure to be logged", func() bool {
+	testkit.WaitUntil(t, time.Minute, "the first failure to be logged", func() bool {
 		return logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
@@ -274,9 +274,9 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	}
 	t.Cleanup(func() { r.Close() })
 	cmd := exec.Command(binary(t), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info")
-	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + procToken)
+	cmd.Env = testkit.Env("PLANTSTORE_TOKENS=" + procToken)
 	cmd.Stderr = w
-	base := proctest.StartCmd(t, cmd).URL
+	base := testkit.StartCmd(t, cmd).URL
 	w.Close()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	t.Cleanup(c.CloseIdleConnections)
@@ -340,9 +340,9 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	send(next.Add(1))
 
 	// Reading the pipe again lets the logs through, with the count.
-	var logs proctest.Buffer
+	var logs testkit.Buffer
 	go io.Copy(&logs, r)
-	waitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
+	testkit.WaitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
 		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestKilledInstanceTakesBackItsDeliveries kills a single instance with
@@ -55,23 +55,23 @@ func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
 	t.Cleanup(subscriber.Close)
 
 	addr := freeAddr(t)
-	env := proctest.Env("PLANTSTORE_TOKENS=tok", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	env := testkit.Env("PLANTSTORE_TOKENS=tok", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	args := []string{"-addr", addr, "-db", filepath.Join(t.TempDir(), "plants.db"), "-webhook", subscriber.URL + "/hook", "-webhook-lease", "1h"}
-	first := proctest.Start(t, binary(t), env, args...)
+	first := testkit.Start(t, binary(t), env, args...)
 	for id := range int64(n) {
 		if status, resp := post(t, first.URL, "tok", fmt.Sprintf(`{"id":%d,"name":"p"}`, id)); status != 200 {
 			t.Fatalf("create %d: %d %s", id, status, resp)
 		}
 	}
-	waitUntil(t, 30*time.Second, "the subscriber to hold a delivery", func() bool { return held.Load() > 0 })
+	testkit.WaitUntil(t, 30*time.Second, "the subscriber to hold a delivery", func() bool { return held.Load() > 0 })
 	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-first.Exited()
 	hold.Store(false)
 
-	second := proctest.Start(t, binary(t), env, args...)
-	waitUntil(t, time.Minute, "every plant delivered after the restart", func() bool {
+	second := testkit.Start(t, binary(t), env, args...)
+	testkit.WaitUntil(t, time.Minute, "every plant delivered after the restart", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(delivered) == n

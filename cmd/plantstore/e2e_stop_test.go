@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
@@ -41,7 +41,7 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 	dsn := postgresDSN(t)
 	rc := newHookCounter(t, nil)
 	args := []string{"-db", dsn, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}
-	procs := []*proctest.Process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
+	procs := []*testkit.Process{startProcess(t, args...), startProcess(t, args...), startProcess(t, args...)}
 	stopped := procs[0].Cmd.Process
 	t.Cleanup(func() { stopped.Signal(syscall.SIGCONT) })
 
@@ -147,7 +147,7 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	waitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
+	testkit.WaitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0
 	})
@@ -222,7 +222,7 @@ func TestSQLiteStoppedWriterMakesUnready(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A check that ended as the lock was let go answers for its interval.
-	waitUntil(t, 10*time.Second, "GET /readyz to answer 200 once the lock is let go", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "GET /readyz to answer 200 once the lock is let go", func() bool {
 		code, err := readyzCode(p.URL, 10*time.Second)
 		return err == nil && code == 0
 	})

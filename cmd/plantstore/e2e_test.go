@@ -22,18 +22,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // binary builds the plantstore command once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	return proctest.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	return testkit.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	proctest.RemoveShared()
+	testkit.RemoveShared()
 	os.Exit(code)
 }
 
@@ -41,9 +41,9 @@ const procToken = "process-test-token"
 
 // startProcess starts the built binary with args after -addr 127.0.0.1:0,
 // accepting procToken, and waits for its listening line.
-func startProcess(t *testing.T, args ...string) *proctest.Process {
+func startProcess(t *testing.T, args ...string) *testkit.Process {
 	t.Helper()
-	return proctest.Start(t, binary(t), proctest.Env("PLANTSTORE_TOKENS="+procToken), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	return testkit.Start(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 }
 
 // client keeps enough idle connections for the concurrent tests.
@@ -84,42 +84,10 @@ func create(url string, id int64, name string) (status, code int, err error) {
 	return resp.StatusCode, e.Error, nil
 }
 
-// listAll pages through GET /plants, following each page's Link, and
-// returns every stored id.
+// listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	got := map[int64]string{}
-	query := "?limit=1000"
-	for {
-		req, _ := http.NewRequest("GET", url+"/plants"+query, nil)
-		req.Header.Set("Authorization", "Bearer "+procToken)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var page []struct {
-			ID   int64
-			Name string
-		}
-		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("list: status %d, %v", resp.StatusCode, err)
-		}
-		for _, p := range page {
-			got[p.ID] = p.Name
-		}
-		link := resp.Header.Get("Link")
-		if link == "" {
-			return got
-		}
-		// The server's links are query-only references: <?limit=…&after=…>.
-		next, _, ok := strings.Cut(strings.TrimPrefix(link, "<"), ">")
-		if !ok || !strings.HasPrefix(next, "?") {
-			t.Fatalf("list: Link %q is not a query-only reference", link)
-		}
-		query = next
-	}
+	return testkit.ListAll(t, client, url, procToken)
 }
 
 // TestKilledProcessKeepsAcknowledgedPlants sends thousands of concurrent
@@ -321,7 +289,7 @@ func isConnError(err error) bool {
 // requests, and stops it with SIGTERM.
 func TestProcessConfiguredByEnvironment(t *testing.T) {
 	addr := freeAddr(t)
-	p := proctest.Start(t, binary(t), proctest.Env(
+	p := testkit.Start(t, binary(t), testkit.Env(
 		"PLANTSTORE_ADDR="+addr, "PLANTSTORE_DB=memory", "PLANTSTORE_TOKENS=env-token",
 		"PLANTSTORE_LOG_FORMAT=json", "PLANTSTORE_CONVENTIONAL_STATUS=true"))
 	if p.URL != "http://"+addr {
@@ -369,7 +337,7 @@ func TestProcessConfiguredByEnvironment(t *testing.T) {
 // from the same binary.
 func TestProcessVersion(t *testing.T) {
 	bin := binary(t)
-	stdout, stderr, err := proctest.Run(t, bin, proctest.Env(), "-version")
+	stdout, stderr, err := testkit.Run(t, bin, testkit.Env(), "-version")
 	if err != nil {
 		t.Fatalf("plantstore -version: %v\n%s", err, stderr)
 	}
@@ -416,7 +384,7 @@ func TestProcessUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, stderr, err := proctest.Run(t, bin, proctest.Env(tt.env...), tt.args...)
+			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), tt.args...)
 			status := 0
 			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 				status = ee.ExitCode()

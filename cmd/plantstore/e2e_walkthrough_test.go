@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // A readmeStep is one command of the curl walkthrough and the lines
@@ -94,7 +94,7 @@ func TestCurlWalkthrough(t *testing.T) {
 		c = strings.ReplaceAll(c, "localhost:8080", addr)
 		script += c + "\necho " + marker + "\n"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.Wait)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	// The script starts a server in the background: on a timeout, kill the
@@ -102,7 +102,7 @@ func TestCurlWalkthrough(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Dir = "../.."
-	cmd.Env = proctest.Env("PLANTSTORE_ADDR=" + addr)
+	cmd.Env = testkit.Env("PLANTSTORE_ADDR=" + addr)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("the walkthrough failed: %v\n%s", err, out)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // stuckWriter takes no write until released, like a stderr pipe nobody
@@ -59,7 +61,7 @@ func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
 	}
 
 	close(out.release)
-	waitUntil(t, 10*time.Second, fmt.Sprintf("%d dropped lines to be reported", dropped), func() bool {
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d dropped lines to be reported", dropped), func() bool {
 		return reported.Load() == dropped
 	})
 	lw.Close()

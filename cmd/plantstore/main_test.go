@@ -38,18 +38,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// waitUntil polls cond until it holds, or fails the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting, after %v, for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // logged counts the records in text log output, a binary's stderr, whose
 // message is exactly msg. The log is what an operator reads, so its text is
 // the interface these tests check.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore/internal/testkit"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -227,7 +228,7 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 			t.Logf("last seen: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v", delivered, depth)
 		}
 	})
-	waitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 1 and plantstore_webhook_outbox_depth 0 after one delivery", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 1 and plantstore_webhook_outbox_depth 0 after one delivery", func() bool {
 		mfs := scrape(t, url+"/metrics", "tok")
 		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
 		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()

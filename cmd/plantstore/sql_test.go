@@ -26,7 +26,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/pgtest"
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
@@ -76,8 +76,8 @@ func runBinary(t *testing.T, asNobody bool, args ...string) outcome {
 		argv = append([]string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + procToken)
-	p := proctest.StartOrExit(t, cmd)
+	cmd.Env = testkit.Env("PLANTSTORE_TOKENS=" + procToken)
+	p := testkit.StartOrExit(t, cmd)
 	o := outcome{listening: p.URL != ""}
 	if o.listening {
 		p.Cmd.Process.Kill()
@@ -392,7 +392,7 @@ func TestThroughPgBouncer(t *testing.T) {
 	u.Host = pgtest.PgBouncer(t, u.Host)
 	env := map[string]string{"PLANTSTORE_TOKENS": procToken}
 	base, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "info", "-db-lock-timeout", "100ms"}, env)
-	waitUntil(t, 10*time.Second, "the log to say that the session settings are made per transaction", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the log to say that the session settings are made per transaction", func() bool {
 		return logged(stderr.String(), "the database connection refuses session settings at connect time, as PgBouncer does: lock_timeout and idle_in_transaction_session_timeout are set in every write transaction instead") == 1
 	})
 	checkLockTimeout(t, base, direct.String(), stderr)
@@ -458,7 +458,7 @@ func checkLockTimeout(t *testing.T, base, dsn string, stderr *lockedBuffer) {
 	if status, body := post(t, base, procToken, `{"id":1000,"name":"p"}`); status != 400 || errorCode([]byte(body)) != 503 {
 		t.Errorf("create of an id another transaction holds = %d %s, want error 503", status, body)
 	}
-	waitUntil(t, 10*time.Second, "the log to show PostgreSQL's lock timeout (55P03)", func() bool {
+	testkit.WaitUntil(t, 10*time.Second, "the log to show PostgreSQL's lock timeout (55P03)", func() bool {
 		return strings.Contains(stderr.String(), "55P03")
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -173,7 +174,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 		return ms[0].GetGauge().GetValue()
 	}
 	var dropped, depth, down float64
-	waitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
+	testkit.WaitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
 		mfs := scrape(t, url+"/metrics", "tok")
 		dropped, depth, down = value(mfs, "plantstore_webhook_dropped_total"), value(mfs, "plantstore_webhook_outbox_depth"),
 			value(mfs, "plantstore_webhook_subscribers_down")

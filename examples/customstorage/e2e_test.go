@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestProgram builds the example, starts it, creates and reads a plant
 // over loopback, and stops it with SIGTERM.
 func TestProgram(t *testing.T) {
-	p := proctest.Start(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0", "PLANTSTORE_TOKENS=tok-1, tok-2"))
+	p := testkit.Start(t, testkit.Build(t, "."), testkit.Env("PLANTSTORE_ADDR=127.0.0.1:0", "PLANTSTORE_TOKENS=tok-1, tok-2"))
 	tests := []struct {
 		method, path, token, body string
 		wantStatus                int
@@ -54,7 +54,7 @@ func TestProgram(t *testing.T) {
 // TestProgramNeedsTokens checks that the example refuses to start without
 // PLANTSTORE_TOKENS and says so.
 func TestProgramNeedsTokens(t *testing.T) {
-	_, stderr, err := proctest.Run(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
+	_, stderr, err := testkit.Run(t, testkit.Build(t, "."), testkit.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
 	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 1 {
 		t.Errorf("without tokens: exit %v, want status 1", err)
 	}

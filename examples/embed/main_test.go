@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 func get(t *testing.T, method, url, token, body string) (int, http.Header, string) {
@@ -36,7 +36,7 @@ func get(t *testing.T, method, url, token, body string) (int, http.Header, strin
 // TestProgram builds the example, starts it, talks to the host's page and
 // to the API mounted beside it over loopback, and stops it with SIGTERM.
 func TestProgram(t *testing.T) {
-	p := proctest.Start(t, proctest.Build(t, "."), proctest.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
+	p := testkit.Start(t, testkit.Build(t, "."), testkit.Env("PLANTSTORE_ADDR=127.0.0.1:0"))
 	tests := []struct {
 		method, path, token, body string
 		wantStatus                int

@@ -9,18 +9,18 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/proctest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // binary builds the plantstore command once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	return proctest.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	return testkit.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	proctest.RemoveShared()
+	testkit.RemoveShared()
 	os.Exit(code)
 }
 
@@ -36,7 +36,7 @@ type server struct {
 
 	url   atomic.Pointer[string] // nil while the instance is down
 	mu    sync.Mutex
-	p     *proctest.Process // nil while the instance is down
+	p     *testkit.Process // nil while the instance is down
 	kills int
 }
 
@@ -71,9 +71,9 @@ func (s *server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cmd := exec.Command(binary(s.t), append([]string{"-addr", "127.0.0.1:0", "-log-level", "warn"}, s.args...)...)
-	cmd.Env = proctest.Env("PLANTSTORE_TOKENS=" + token)
+	cmd.Env = testkit.Env("PLANTSTORE_TOKENS=" + token)
 	cmd.Stderr = s.log
-	p, err := proctest.Launch(cmd)
+	p, err := testkit.Launch(cmd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}

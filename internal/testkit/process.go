@@ -1,6 +1,9 @@
-// Package proctest builds a command or an example, starts it as a process
-// and stops it, for tests that talk to the real program over loopback.
-package proctest
+// Package testkit holds what the tests of several packages share: it
+// builds a command or an example, starts it as a process and stops it, for
+// tests that talk to the real program over loopback (Build, Start, Run);
+// it waits for a condition with a deadline rather than a fixed sleep
+// (WaitUntil); and it reads every plant a server holds (ListAll).
+package testkit
 
 import (
 	"bufio"
