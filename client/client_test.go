@@ -68,6 +68,7 @@ func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Clie
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			srv, _ := serve(t, newHandler(memstore.New(), mode.opts...))
@@ -127,6 +128,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestCreateValidatesBeforeSending(t *testing.T) {
+	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	tests := []struct {
@@ -159,6 +161,7 @@ func TestCreateValidatesBeforeSending(t *testing.T) {
 }
 
 func TestAllFollowsPages(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			const stored = 2*plantstore.DefaultListLimit + 50
@@ -209,6 +212,7 @@ func TestAllFollowsPages(t *testing.T) {
 }
 
 func TestAllEmpty(t *testing.T) {
+	t.Parallel()
 	srv, _ := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	for p, err := range c.All(t.Context()) {
@@ -219,6 +223,7 @@ func TestAllEmpty(t *testing.T) {
 // TestAllRefusesBadLinks serves a first page whose next link is not one
 // the client should follow.
 func TestAllRefusesBadLinks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		link   string
@@ -262,6 +267,7 @@ func TestAllRefusesBadLinks(t *testing.T) {
 // TestMountedUnderPrefix serves the handler under /api/, as a host server
 // would, and checks that every call and every next link keeps the prefix.
 func TestMountedUnderPrefix(t *testing.T) {
+	t.Parallel()
 	for _, base := range []string{"/api", "/api/"} {
 		t.Run(base, func(t *testing.T) {
 			mux := http.NewServeMux()
@@ -304,6 +310,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		baseURL string
@@ -353,6 +360,7 @@ func TestNew(t *testing.T) {
 
 // TestContextEnded checks that a call with an ended context sends nothing.
 func TestContextEnded(t *testing.T) {
+	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
 	c := newClient(t, srv.URL)
 	ctx, cancel := context.WithCancel(t.Context())

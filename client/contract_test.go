@@ -18,6 +18,7 @@ import (
 //
 // Most of its length is its table of cases; the checks are one loop.
 func TestAnswersOutsideContract(t *testing.T) {
+	t.Parallel()
 	const plant = `{"id":1,"name":"Monstera"}`
 	create := func(ctx context.Context, c *client.Client) error {
 		_, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera"})

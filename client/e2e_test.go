@@ -22,6 +22,7 @@ func startBinary(t *testing.T) string {
 
 // TestAgainstBinary talks to the real plantstore binary over loopback.
 func TestAgainstBinary(t *testing.T) {
+	t.Parallel()
 	url := startBinary(t)
 	c, err := client.New(url, client.WithToken(token))
 	if err != nil {

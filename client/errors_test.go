@@ -75,6 +75,7 @@ var forbidding = httpapi.AuthenticatorFunc(func(*http.Request, string) error {
 //
 // Most of its length is its table of cases; the checks are one loop.
 func TestErrorsFromServer(t *testing.T) {
+	t.Parallel()
 	unavailable := fmt.Errorf("db down: %w", plantstore.ErrUnavailable)
 	unknown := fmt.Errorf("connection lost during commit: %w", plantstore.ErrOutcomeUnknown)
 	create := func(id int64, name string) func(context.Context, *client.Client) error {
@@ -238,6 +239,7 @@ func checkSentinel(t *testing.T, err, want error) {
 //
 // Most of its length is its table of cases; the checks are one loop.
 func TestErrorsWithoutBody(t *testing.T) {
+	t.Parallel()
 	const page = "<html><body><h1>Bad things</h1></body></html>"
 	create := func(ctx context.Context, c *client.Client) error {
 		_, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"})
@@ -323,6 +325,7 @@ func TestErrorsWithoutBody(t *testing.T) {
 // TestErrorMessage checks that an Error's text carries the code and the
 // server's message.
 func TestErrorMessage(t *testing.T) {
+	t.Parallel()
 	ms := memstore.New()
 	srv, _ := serve(t, newHandler(ms))
 	c := newClient(t, srv.URL)

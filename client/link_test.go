@@ -9,6 +9,7 @@ import (
 )
 
 func TestNextLink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		values []string
@@ -63,6 +64,7 @@ func FuzzNextLink(f *testing.F) {
 
 // TestWait checks how a 503's Retry-After sets a wait.
 func TestWait(t *testing.T) {
+	t.Parallel()
 	unavailable := func(retryAfter string) error {
 		h := http.Header{}
 		if retryAfter != "" {
@@ -107,6 +109,7 @@ func TestWait(t *testing.T) {
 // TestRetryAfterJitter checks that the random part of a Retry-After wait
 // is drawn up to half the wait.
 func TestRetryAfterJitter(t *testing.T) {
+	t.Parallel()
 	var bound int64
 	c := &Client{jitter: func(n int64) int64 { bound = n; return n - 1 }}
 	err := &Error{StatusCode: 503, Code: 503, header: http.Header{"Retry-After": {"4"}}}

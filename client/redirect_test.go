@@ -55,6 +55,7 @@ func followAll(req *http.Request, via []*http.Request) error {
 //
 // Most of its length is its table of cases; the checks are one loop.
 func TestRedirectsRefused(t *testing.T) {
+	t.Parallel()
 	// Each destination returns where the redirects of srv, which serves rec
 	// at "/", lead to.
 	destinations := []struct {
@@ -193,6 +194,7 @@ func TestRedirectsRefused(t *testing.T) {
 // TestRedirectWithoutLocation answers with statuses of the redirect class
 // that lead nowhere.
 func TestRedirectWithoutLocation(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusMultipleChoices, http.StatusNotModified} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

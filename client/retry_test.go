@@ -98,6 +98,7 @@ func (w *waits) jitter(n int64) int64 {
 }
 
 func TestRetryUnavailable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		failures   int
@@ -180,6 +181,7 @@ func (w withoutRetryAfter) Write(b []byte) (int, error) {
 // Retry-After of the server's 503, and gives up at once, with the 503,
 // when its context would end first.
 func TestRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
 	s := &scripted{Store: memstore.New(), creates: []step{{err: errUnavailable}}}
 	srv, requests := serve(t, newHandler(s))
 	var w waits
@@ -212,6 +214,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 // unknown is never repeated unless the caller opted in, and how a repeat
 // settles it when it did.
 func TestRetryUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	np := plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true}
 	other := func(s *memstore.Store, p plantstore.Plant) error {
 		return s.Create(context.Background(), plantstore.Plant{ID: p.ID, Name: "someone else's"})
@@ -307,6 +310,7 @@ func refusedAddr(t *testing.T) string {
 // TestRetryConnectionRefused checks that a request whose connection was
 // refused, which the server never saw, is repeated, create included.
 func TestRetryConnectionRefused(t *testing.T) {
+	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
 	closed := refusedAddr(t)
 	var dials atomic.Int64
@@ -348,6 +352,7 @@ func TestRetryConnectionRefused(t *testing.T) {
 // TestNothingListening checks a client of an address where nothing
 // listens, with the default transport.
 func TestNothingListening(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, "http://"+refusedAddr(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
 	err := c.Delete(t.Context(), 1)
 	checkSentinel(t, err, plantstore.ErrUnavailable)
@@ -374,6 +379,7 @@ func hangUp(t *testing.T) (*http.Client, string, *atomic.Int64) {
 }
 
 func TestRetryAfterRequestSent(t *testing.T) {
+	t.Parallel()
 	policy := client.WithRetry(client.RetryPolicy{MaxAttempts: 3})
 	t.Run("create", func(t *testing.T) {
 		hc, url, requests := hangUp(t)
@@ -420,6 +426,7 @@ func TestRetryAfterRequestSent(t *testing.T) {
 // TestRetryReadThroughGateway checks that a read answered 502 by a
 // gateway is repeated, and a create is not.
 func TestRetryReadThroughGateway(t *testing.T) {
+	t.Parallel()
 	ms := memstore.New()
 	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
 		t.Fatal(err)
@@ -456,6 +463,7 @@ func TestRetryReadThroughGateway(t *testing.T) {
 // TestBackoffEndsWithContext cancels the context as the client starts an
 // hour's wait: the call must return at once with the context's error.
 func TestBackoffEndsWithContext(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		creates []step
@@ -490,6 +498,7 @@ func TestBackoffEndsWithContext(t *testing.T) {
 // TestPingOnce checks that Ping reports the server's state with one
 // attempt.
 func TestPingOnce(t *testing.T) {
+	t.Parallel()
 	srv, requests := serve(t, newHandler(failing{errUnavailable}))
 	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 5}))
 	checkSentinel(t, c.Ping(t.Context()), plantstore.ErrUnavailable)

@@ -42,6 +42,7 @@ func (h *recordingHandler) records() []slog.Record {
 }
 
 func TestAccessLog(t *testing.T) {
+	t.Parallel()
 	rh := &recordingHandler{level: slog.LevelInfo}
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
@@ -112,6 +113,7 @@ func TestAccessLog(t *testing.T) {
 }
 
 func TestAccessLogFollowsLevel(t *testing.T) {
+	t.Parallel()
 	rh := &recordingHandler{level: slog.LevelWarn}
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))

@@ -27,6 +27,7 @@ import (
 )
 
 func TestAuthenticatorOutcomes(t *testing.T) {
+	t.Parallel()
 	const cause = "directory says no for reasons"
 	tests := []struct {
 		name      string
@@ -93,6 +94,7 @@ func TestAuthenticatorOutcomes(t *testing.T) {
 // TestAuthenticatorSeesTheRequest accepts an API key in a header of its
 // own, with no Authorization header at all.
 func TestAuthenticatorSeesTheRequest(t *testing.T) {
+	t.Parallel()
 	type seen struct{ Method, Path, Token string }
 	var (
 		mu  sync.Mutex
@@ -127,6 +129,7 @@ func TestAuthenticatorSeesTheRequest(t *testing.T) {
 // TestAuthenticatorClientCertificate authenticates callers by the TLS
 // client certificate they present.
 func TestAuthenticatorClientCertificate(t *testing.T) {
+	t.Parallel()
 	auth := httpapi.AuthenticatorFunc(func(r *http.Request, _ string) error {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 			return errors.New("no client certificate")
@@ -195,6 +198,7 @@ func clientCertificate(t *testing.T, cn string) tls.Certificate {
 }
 
 func TestTokenAuthenticatorFunc(t *testing.T) {
+	t.Parallel()
 	var (
 		mu     sync.Mutex
 		tokens []string
@@ -225,6 +229,7 @@ func TestTokenAuthenticatorFunc(t *testing.T) {
 }
 
 func TestCheckToken(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		token   string
@@ -260,6 +265,7 @@ func TestCheckToken(t *testing.T) {
 // regexp.MustCompile does, a token that could never match, without showing
 // it, and still ignores empty tokens.
 func TestTokensPanicsOnATokenNoRequestCanSend(t *testing.T) {
+	t.Parallel()
 	const secret = "never=shown"
 	func() {
 		defer func() {

@@ -17,6 +17,7 @@ var corsHeaders = []string{
 
 // TestCORS checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	const app = "https://app.example"
 	preflight := func(origin, method string) map[string]string {
 		return map[string]string{"Authorization": "", "Content-Type": "", "Origin": origin,
@@ -145,6 +146,7 @@ func TestCORS(t *testing.T) {
 // TestCORSOnHeadersTooLarge checks that the handler's own 431 answer
 // carries the CORS headers, so that a browser script can read the Error.
 func TestCORSOnHeadersTooLarge(t *testing.T) {
+	t.Parallel()
 	const app = "https://app.example"
 	e := newEnv(t, nil, httpapi.WithCORS(app), httpapi.WithMaxHeaderBytes(4096))
 	r := e.do("GET", "/plants", map[string]string{"Origin": app, "X-Big": strings.Repeat("a", 5000)}, "")

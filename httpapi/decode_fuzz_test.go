@@ -115,6 +115,7 @@ func referenceInt64(text string) (int64, string) {
 }
 
 func TestReferenceInt64(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		text       string
 		want       int64

@@ -268,6 +268,7 @@ var decodeTests = []decodeTest{
 }
 
 func TestDecodeNewPlant(t *testing.T) {
+	t.Parallel()
 	for _, tt := range decodeTests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.in)
@@ -322,6 +323,7 @@ func checkDecode(t *testing.T, tt decodeTest, got plantstore.NewPlant, err error
 // TestDecodeErrorMessages checks that messages stay short and quote no
 // more of the body than a character or a short name.
 func TestDecodeErrorMessages(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("n", 10000)
 	for _, in := range []string{
 		`{"id":1,"name":"a","` + long + `":1,"` + long + `":2}`,

@@ -30,6 +30,7 @@ func (e *testEnv) list(query string) ([]listedPlant, response) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, body := range []string{
 		`{"id":30,"name":"c"}`, `{"id":-5,"name":"a","tag":""}`, `{"id":10,"name":"b","tag":"t"}`,
@@ -75,6 +76,7 @@ func TestList(t *testing.T) {
 }
 
 func TestListRejects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, query := range []string{
 		"?limit=0", "?limit=-1", "?limit=1001", "?limit=abc", "?limit=1.5", "?limit=", "?limit=1&limit=2",
@@ -96,6 +98,7 @@ func TestListRejects(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"old","tag":"x"}`); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
@@ -115,6 +118,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestReadPlant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, body := range []string{`{"id":-7,"name":"tagged","tag":""}`, `{"id":0,"name":"untagged"}`} {
 		if r := e.do("POST", "/plants", nil, body); r.status != 200 {
@@ -156,6 +160,7 @@ func TestReadPlant(t *testing.T) {
 }
 
 func TestListPagesThroughManyPlants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	const n = 2500
 	for i := range n {

@@ -163,6 +163,7 @@ func (e *testEnv) storedIDs() []int64 {
 }
 
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		body     string
@@ -219,6 +220,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreateRejects(t *testing.T) {
+	t.Parallel()
 	big := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
 	tests := []struct {
 		name      string
@@ -289,6 +291,7 @@ func TestCreateRejects(t *testing.T) {
 }
 
 func TestConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`); r.status != 200 {
 		t.Fatalf("first create: %d %s", r.status, r.body)
@@ -304,6 +307,7 @@ func TestConflict(t *testing.T) {
 }
 
 func TestConventionalStatus(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, httpapi.WithConventionalStatus())
 	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{}`).wantError(t, 401, 401)
 	e.do("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`).wantError(t, 415, 415)
@@ -316,6 +320,7 @@ func TestConventionalStatus(t *testing.T) {
 }
 
 func TestBodyLimitOption(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, httpapi.WithMaxBodyBytes(32))
 	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"short"}`); r.status != 200 {
 		t.Fatalf("a body under the limit: %d %s", r.status, r.body)
@@ -324,6 +329,7 @@ func TestBodyLimitOption(t *testing.T) {
 }
 
 func TestChunkedBodyOverLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, httpapi.WithMaxBodyBytes(64))
 	body := `{"id":1,"name":"` + strings.Repeat("x", 1000) + `"}`
 	// An io.Reader that is not a *strings.Reader makes the client send the
@@ -347,6 +353,7 @@ func TestChunkedBodyOverLimit(t *testing.T) {
 }
 
 func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tests := []struct {
 		name, method, path string
@@ -367,6 +374,7 @@ func TestRoutingErrors(t *testing.T) {
 }
 
 func TestFailsClosed(t *testing.T) {
+	t.Parallel()
 	ps := plantstore.New(memstore.New())
 	srv := httptest.NewServer(httpapi.New(ps, httpapi.WithLogger(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)
@@ -380,6 +388,7 @@ func TestFailsClosed(t *testing.T) {
 }
 
 func TestInsecureWithoutAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
 	if r := e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`); r.status != 200 {
 		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
@@ -387,6 +396,7 @@ func TestInsecureWithoutAuthentication(t *testing.T) {
 }
 
 func TestCustomAuthenticator(t *testing.T) {
+	t.Parallel()
 	auth := httpapi.TokenAuthenticatorFunc(func(ctx context.Context, token string) error {
 		if token != "from-host" {
 			return errors.New("unknown")
@@ -401,6 +411,7 @@ func TestCustomAuthenticator(t *testing.T) {
 }
 
 func TestMountedUnderPrefix(t *testing.T) {
+	t.Parallel()
 	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken))))
@@ -443,6 +454,7 @@ func (f *faultyStorage) Create(ctx context.Context, p plantstore.Plant) error {
 func (f *faultyStorage) Ping(ctx context.Context) error { return f.err }
 
 func TestStorageFailures(t *testing.T) {
+	t.Parallel()
 	secret := "db password is hunter2"
 	tests := []struct {
 		name     string
@@ -484,6 +496,7 @@ func TestStorageFailures(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	noToken := map[string]string{"Authorization": ""}
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -503,6 +516,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``)
 	if r.status != 200 {
@@ -527,6 +541,7 @@ func (e *endless) Read(p []byte) (int, error) {
 }
 
 func TestBodyWithoutLengthIsReadToOneBytePastTheLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 1000
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(limit))

@@ -16,6 +16,7 @@ import (
 // they stand for: the paths of the OpenAPI document, and the router, which
 // must find a handler for a path exactly when routeOf names a route.
 func TestRouteOfMatchesRouter(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		Paths map[string]json.RawMessage `json:"paths"`
 	}
@@ -75,6 +76,7 @@ func TestRouteOfMatchesRouter(t *testing.T) {
 // TestErrorCodesHoldEveryCode checks that every Error the handler answers
 // with has a code that ErrorCodes lists, so that a hook can count it apart.
 func TestErrorCodesHoldEveryCode(t *testing.T) {
+	t.Parallel()
 	codes := map[int]bool{}
 	for _, c := range ErrorCodes() {
 		codes[c] = true

@@ -47,6 +47,7 @@ func itoa(code int) string {
 }
 
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	for _, accessLog := range []bool{false, true} {
 		name := "log=off"
 		if accessLog {
@@ -99,6 +100,7 @@ func TestHooks(t *testing.T) {
 
 // TestRoutes checks the routes and methods a hook may be told of.
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	got := map[string][]string{}
 	for _, r := range httpapi.Routes() {
 		got[r.String()] = r.Methods()
@@ -121,6 +123,7 @@ func TestRoutes(t *testing.T) {
 // handler; with one, behind the token unless public, GET and HEAD only,
 // and through the request ids and the hooks like any route.
 func TestMetricsRoute(t *testing.T) {
+	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		io.WriteString(w, "plantstore_up 1\n")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAppendPlant(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		p      plantstore.Plant

@@ -37,6 +37,7 @@ func (s stallingBody) Read(p []byte) (int, error) {
 // the full limit in Content-Length and deliver one byte of it: the handler
 // must allocate for the byte it received, not for the claim.
 func TestClaimedBodyDoesNotReserveMemory(t *testing.T) {
+	t.Parallel()
 	const requests = 32
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
@@ -83,6 +84,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // limit is read whole, and one past it is answered 413 with no more than
 // one byte past the limit read.
 func TestBodyLimitWhileGrowing(t *testing.T) {
+	t.Parallel()
 	const limit = 300 << 10
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 		httpapi.WithMaxBodyBytes(limit), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
@@ -148,6 +150,7 @@ func (s *recordingStorage) List(ctx context.Context, from int64, limit int) ([]p
 // links lead through every plant once; and the storage is never asked for
 // more than 64 plants at a time.
 func TestListPageBytes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		plants    int
@@ -219,6 +222,7 @@ func TestListPageBytes(t *testing.T) {
 // id: they are routed as sent, so they reach no plant, and the hooks are
 // told the route they were answered on.
 func TestEscapedPaths(t *testing.T) {
+	t.Parallel()
 	var l servedLog
 	e := newEnv(t, nil, httpapi.WithHooks(l.hooks()))
 	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"kept"}`); r.status != 200 {
@@ -256,6 +260,7 @@ func TestEscapedPaths(t *testing.T) {
 // one byte more: the first is served, the second answered with the Error
 // for 431, and the count of header bytes is the one on the wire.
 func TestHeaderBytes(t *testing.T) {
+	t.Parallel()
 	const limit = 1024
 	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus(),

@@ -11,6 +11,7 @@ import (
 )
 
 func TestHead(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		path    string
@@ -60,6 +61,7 @@ func TestHead(t *testing.T) {
 }
 
 func TestHeadNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, httpapi.WithConventionalStatus())
 	r := e.do("HEAD", "/plants", map[string]string{"Authorization": ""}, "")
 	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
@@ -72,6 +74,7 @@ func TestHeadNeedsTheToken(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, method, path string
 		wantStatus         int

@@ -39,6 +39,7 @@ func servedDocument(t *testing.T, h http.Handler, path string) []byte {
 }
 
 func TestWithBaseURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, base, want string
 	}{
@@ -77,6 +78,7 @@ func TestWithBaseURL(t *testing.T) {
 // way a client generator does, and checks every answer against it at the
 // URLs it names.
 func TestBaseURLUnderStripPrefix(t *testing.T) {
+	t.Parallel()
 	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithBaseURL("/api"))))
@@ -211,6 +213,7 @@ func nodeAtLeast(v string, min [2]int) bool {
 // rules, where a warning fails too. Each tool runs once over every
 // document: starting Node.js is most of the time they take.
 func TestOpenAPILint(t *testing.T) {
+	t.Parallel()
 	tools := lintTools(t)
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithBaseURL("https://api.plantstore.dev/v1/"))

@@ -134,6 +134,7 @@ func (vt validatingTransport) validate(req *http.Request, resp *http.Response, b
 // TestValidatorCatchesDrift shows that the response validation used by
 // every test is not vacuous: responses that break the document fail it.
 func TestValidatorCatchesDrift(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, method, path string
 		status             int

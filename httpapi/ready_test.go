@@ -62,6 +62,7 @@ var noToken = map[string]string{"Authorization": ""}
 // TestReadyzFloodChecksOnce shows that however many GET /readyz arrive,
 // sequential or concurrent, the storage sees one check per interval.
 func TestReadyzFloodChecksOnce(t *testing.T) {
+	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
 	const n = 200
@@ -95,6 +96,7 @@ func TestReadyzFloodChecksOnce(t *testing.T) {
 // for want of the storage, though the storage still answers pings, and
 // 200 again as soon as a write probe succeeds, with no client write.
 func TestReadyzFollowsWrites(t *testing.T) {
+	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Nanosecond))
 	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
@@ -146,6 +148,7 @@ func TestReadyzFollowsWrites(t *testing.T) {
 // timeout when the storage does not answer at all, not even to its
 // context, and then one check at a time being outstanding.
 func TestReadyzStalledStorage(t *testing.T) {
+	t.Parallel()
 	s := &probedStorage{Store: memstore.New(), stall: make(chan struct{})}
 	e := newEnv(t, s, httpapi.WithReadyTimeout(50*time.Millisecond))
 	t.Cleanup(func() { close(s.stall) })
@@ -166,6 +169,7 @@ func TestReadyzStalledStorage(t *testing.T) {
 // TestStorageFailuresAreSummarised shows a burst of creates failing for
 // one reason logging a line or two, not one per request.
 func TestStorageFailuresAreSummarised(t *testing.T) {
+	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	s.writesDown.Store(true)
 	e := newEnv(t, s)
@@ -185,6 +189,7 @@ func TestStorageFailuresAreSummarised(t *testing.T) {
 // outlive a write's outcome: a failed create makes the next GET /readyz
 // check again, and so does a create that succeeds after it.
 func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
+	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
 	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {

@@ -25,6 +25,7 @@ var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // with and without an X-Request-Id, and checks that each answer carries
 // the client's id or a new one.
 func TestRequestIDOnEveryResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.do("POST", "/plants", nil, `{"id":7,"name":"Aloe"}`)
 	noToken := map[string]string{"Authorization": ""}
@@ -85,6 +86,7 @@ func TestRequestIDOnEveryResponse(t *testing.T) {
 }
 
 func TestRequestIDFromClient(t *testing.T) {
+	t.Parallel()
 	printable := ""
 	for c := byte(0x21); c <= 0x7e; c++ {
 		printable += string(c)
@@ -130,6 +132,7 @@ func TestRequestIDFromClient(t *testing.T) {
 }
 
 func TestGeneratedRequestIDsDiffer(t *testing.T) {
+	t.Parallel()
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken))
 	seen := map[string]bool{}
 	for range 10000 {
@@ -150,6 +153,7 @@ func TestGeneratedRequestIDsDiffer(t *testing.T) {
 // request, by the handler's logger or its access log, names the request's
 // id, also when the logger was made with attributes of its own.
 func TestRequestIDInLogLines(t *testing.T) {
+	t.Parallel()
 	rh := &recordingHandler{level: slog.LevelDebug}
 	logger := slog.New(rh).With("component", "plants")
 	h := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}),
@@ -223,6 +227,7 @@ func (s *ctxStorage) Create(ctx context.Context, p plantstore.Plant) error {
 }
 
 func TestRequestIDInContext(t *testing.T) {
+	t.Parallel()
 	if id := httpapi.RequestID(context.Background()); id != "" {
 		t.Errorf("RequestID(context.Background()) = %q, want \"\"", id)
 	}
@@ -247,6 +252,7 @@ func TestRequestIDInContext(t *testing.T) {
 // TestRequestIDContextCancels checks that the context carrying the id ends
 // when the client goes away, as the request's own context does.
 func TestRequestIDContextCancels(t *testing.T) {
+	t.Parallel()
 	st := &ctxStorage{Store: memstore.New(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
 	srv := httptest.NewServer(httpapi.New(plantstore.New(st), httpapi.WithTokens(testToken),
 		httpapi.WithLogger(slog.New(slog.DiscardHandler))))

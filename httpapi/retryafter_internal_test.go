@@ -6,6 +6,7 @@ import (
 )
 
 func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		failing time.Duration
 		want    int

@@ -15,6 +15,7 @@ import (
 // shards compact their arenas, and checks that every remaining plant reads
 // back exactly while the arenas shrink to what is live.
 func TestArenaCompaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := New()
 	plant := func(id int64) plantstore.Plant {

@@ -78,6 +78,7 @@ func check(tb testing.TB, t *btree) ([]int64, int) {
 }
 
 func TestBTreeAgainstMap(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		key    func(r *rand.Rand, i int) int64
@@ -180,6 +181,7 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 // sorted runs of every length a node holds, with keys on, between and
 // beyond the stored ones.
 func TestCountLess(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := range leafCap + 1 {
 		keys := make([]int64, n)
@@ -202,6 +204,7 @@ func TestCountLess(t *testing.T) {
 }
 
 func TestBTreeAppendFrom(t *testing.T) {
+	t.Parallel()
 	var bt btree
 	bt.init()
 	for k := range int64(1000) {
@@ -234,6 +237,7 @@ func TestBTreeAppendFrom(t *testing.T) {
 }
 
 func TestArenaRoundTrip(t *testing.T) {
+	t.Parallel()
 	long := string(make([]byte, 300))
 	tests := []struct {
 		name   string

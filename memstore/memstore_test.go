@@ -18,6 +18,7 @@ import (
 )
 
 func TestMemoryStorage(t *testing.T) {
+	t.Parallel()
 	storagetest.Run(t, func(t *testing.T) plantstore.Storage {
 		return memstore.New()
 	})
@@ -27,6 +28,7 @@ func TestMemoryStorage(t *testing.T) {
 // split and merge the index many times, and checks every read and every
 // page against a map.
 func TestMemoryStorageAgainstMap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
 	s := memstore.New()

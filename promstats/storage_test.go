@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/sqlstore"
 )
@@ -70,6 +72,10 @@ func TestStorage(t *testing.T) {
 	} {
 		want[k] = v
 	}
+	// The batch is counted once its creates have been answered.
+	testkit.WaitUntil(t, 10*time.Second, "the batch counted", func() bool {
+		return series(t, reg, "plantstore_storage_")["plantstore_storage_group_commit_batch_size_count{}"] == 1
+	})
 	if diff := cmp.Diff(want, series(t, reg, "plantstore_storage_")); diff != "" {
 		t.Errorf("series after two creates (-want +got):\n%s", diff)
 	}

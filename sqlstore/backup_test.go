@@ -12,6 +12,7 @@ import (
 )
 
 func TestBackupSQLite(t *testing.T) {
+	t.Parallel()
 	db, _ := sqliteBackend.newDB(t)
 	s := openStore(t, db, SQLite, WithOutbox())
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestTwoStoresRaceForOneID(t *testing.T) {
+	t.Parallel()
 	_, dsn := postgresBackend.newDB(t)
 	// Two *sql.DBs and two Stores, as two processes would have: one with
 	// group commit, one without.
@@ -80,6 +81,7 @@ func waitForLockWaiters(t *testing.T, admin *sql.DB, app string, n int) {
 // a row another transaction holds, so that they can only return by having
 // their query cancelled.
 func TestCancelStopsBlockedQuery(t *testing.T) {
+	t.Parallel()
 	db, dsn := postgresBackend.newDB(t)
 	app := appName(t, dsn)
 	s := openStore(t, db, Postgres, WithoutGroupCommit())
@@ -134,6 +136,7 @@ func TestCancelStopsBlockedQuery(t *testing.T) {
 // with an earlier batch: it returns at once and stores nothing, while the
 // earlier batch's caller gets the batch's outcome.
 func TestCancelBeforeJoiningBatch(t *testing.T) {
+	t.Parallel()
 	db, dsn := postgresBackend.newDB(t)
 	app := appName(t, dsn)
 	s := openStore(t, db, Postgres)
@@ -187,6 +190,7 @@ func appName(t *testing.T, dsn string) string {
 // as the batch holds what it waits for, when the Store closes, or when its
 // time is up, and keeps every Create it took.
 func TestLinger(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		sent   int // Creates sent during the wait

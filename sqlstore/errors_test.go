@@ -39,6 +39,7 @@ func behindProxy(t *testing.T) (direct *sql.DB, proxy *faultproxy.Proxy, proxied
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	direct, proxy, dsn := behindProxy(t)
 	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithOutbox())
 
@@ -181,6 +182,7 @@ func TestDatabaseOutage(t *testing.T) {
 // nothing was kept, and the store must serve again once the database is
 // reachable.
 func TestCommitLostInFlight(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		opts []Option
@@ -242,6 +244,7 @@ func TestCommitLostInFlight(t *testing.T) {
 //
 // It is one piece: each step acts on what the steps before it left, through one stalled proxy.
 func TestStalledDatabase(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		opts []Option

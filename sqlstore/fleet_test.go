@@ -45,6 +45,7 @@ func holdEventTx(t *testing.T, db *sql.DB, id int64) *sql.Tx {
 // still stores plants of other ids at once, in both commit modes: the
 // writers of different ids share no lock.
 func TestCreateDoesNotWaitForOtherWriters(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			direct, proxy, dsn := behindProxy(t)
@@ -78,6 +79,7 @@ func TestCreateDoesNotWaitForOtherWriters(t *testing.T) {
 // waits for it: the events behind it are fanned out at once, it is fanned
 // out once it commits, and each event once.
 func TestFanOutTakesLateCommits(t *testing.T) {
+	t.Parallel()
 	db, _ := postgresBackend.newDB(t)
 	s := openStore(t, db, Postgres, WithOutbox())
 	ctx := context.Background()
@@ -122,6 +124,7 @@ func TestFanOutTakesLateCommits(t *testing.T) {
 // PostgreSQL ends a transaction of the Store's that sits idle longer than
 // the idle timeout, releasing what it held.
 func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
+	t.Parallel()
 	db, _ := postgresBackend.newDB(t)
 	ctx := context.Background()
 	s := openStore(t, db, Postgres, WithLockTimeout(100*time.Millisecond),
@@ -193,6 +196,7 @@ func newPostgresDatabase(t *testing.T) string {
 // ErrStatementsLost, naming the fix; with a mode that prepares no named
 // statement, two Stores create and deliver through it.
 func TestOpenThroughTransactionPooler(t *testing.T) {
+	t.Parallel()
 	dsn := newPostgresDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {

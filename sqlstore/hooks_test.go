@@ -42,6 +42,7 @@ func (r *recorder) hooks() Hooks {
 }
 
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -115,6 +116,7 @@ func TestHooks(t *testing.T) {
 // TestHooksBatchSizes creates plants from many goroutines at once: the
 // batch sizes add up to the number of Creates, whatever the batching.
 func TestHooksBatchSizes(t *testing.T) {
+	t.Parallel()
 	db, _ := sqliteBackend.newDB(t)
 	var rec recorder
 	s := openStore(t, db, SQLite, WithHooks(rec.hooks()))
@@ -138,6 +140,7 @@ func TestHooksBatchSizes(t *testing.T) {
 // TestHooksWithoutGroupCommit shows that a Store that does not batch
 // reports no commits.
 func TestHooksWithoutGroupCommit(t *testing.T) {
+	t.Parallel()
 	db, _ := sqliteBackend.newDB(t)
 	var rec recorder
 	s := openStore(t, db, SQLite, WithoutGroupCommit(), WithHooks(rec.hooks()))
@@ -152,6 +155,7 @@ func TestHooksWithoutGroupCommit(t *testing.T) {
 }
 
 func TestOutcomeOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  error

@@ -44,6 +44,7 @@ func allEvents(t *testing.T, s *Store) []plantstore.Event {
 }
 
 func TestOutboxRecordsEvents(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		for _, mode := range []struct {
 			name string
@@ -99,6 +100,7 @@ func TestOutboxRecordsEvents(t *testing.T) {
 }
 
 func TestNoOutboxRecordsNoEvents(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -136,6 +138,7 @@ func claimSeqs(t *testing.T, s *Store, sub, owner string, until time.Time, limit
 //
 // It is one piece: each step acts on what the steps before it left, on one outbox.
 func TestOutboxClaimLeaseAck(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -259,6 +262,7 @@ func TestOutboxClaimLeaseAck(t *testing.T) {
 // TestOutboxAckManyInOneCall acks more deliveries in one call than one
 // statement names, and checks that every one is ended.
 func TestOutboxAckManyInOneCall(t *testing.T) {
+	t.Parallel()
 	const n = 600 // over two batches of batchRows
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
@@ -307,6 +311,7 @@ func TestOutboxAckManyInOneCall(t *testing.T) {
 //
 // It is one piece: the owners' loops and the count of claims share the one outbox and its state.
 func TestOutboxConcurrentOwners(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			_, dsn := be.newDB(t)
@@ -416,6 +421,7 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 // FanOut drops the oldest events past it, fanned out or not, for every
 // subscriber, counts them, and leaves alone the events that ended.
 func TestOutboxMaxPending(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)

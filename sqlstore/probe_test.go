@@ -10,6 +10,7 @@ import (
 )
 
 func TestProbeWrite(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -42,6 +43,7 @@ func TestProbeWrite(t *testing.T) {
 // TestProbeWriteOnReadOnlyPostgres shows that a session that may not write
 // fails the probe with ErrUnavailable, though the database answers reads.
 func TestProbeWriteOnReadOnlyPostgres(t *testing.T) {
+	t.Parallel()
 	db, _ := postgresBackend.newDB(t)
 	s := openStore(t, db, Postgres)
 	ctx := context.Background()
@@ -63,6 +65,7 @@ func TestProbeWriteOnReadOnlyPostgres(t *testing.T) {
 // update of the first Store's row left uncommitted) does not hold up this
 // one's, and that Close removes the row.
 func TestProbeWriteRowPerStore(t *testing.T) {
+	t.Parallel()
 	db, _ := postgresBackend.newDB(t)
 	ctx := context.Background()
 	a := openStore(t, db, Postgres)

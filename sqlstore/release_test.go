@@ -16,6 +16,7 @@ var _ plantstore.OutboxReleaser = (*Store)(nil)
 // every subscriber, and no other owner's, so that a restarted process
 // takes back what its last run held while another process's leases stand.
 func TestOutboxRelease(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)

@@ -24,6 +24,7 @@ func version(t *testing.T, db *sql.DB) int {
 }
 
 func TestReopenKeepsSchemaAndPlants(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -57,6 +58,7 @@ func TestReopenKeepsSchemaAndPlants(t *testing.T) {
 }
 
 func TestMigrateFromOlderVersion(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -92,6 +94,7 @@ func TestMigrateFromOlderVersion(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -111,6 +114,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 }
 
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			// Openers of a new SQLite file race to switch it to WAL, and
@@ -158,6 +162,7 @@ func concurrentOpens(t *testing.T, be backend) {
 }
 
 func TestOpenRefusesWeakSQLiteSettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		params string
@@ -180,6 +185,7 @@ func TestOpenRefusesWeakSQLiteSettings(t *testing.T) {
 }
 
 func TestSQLiteDSNEscapesPath(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a dir?#%", "plants.db")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -199,6 +205,7 @@ func TestSQLiteDSNEscapesPath(t *testing.T) {
 // fan-out goes on where it was: the events not fanned out are fanned out
 // once, and the others not again.
 func TestMigrateOutboxInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := postgresBackend.newDB(t)
 	if err := migrate(ctx, db, Postgres, migrations[:5]); err != nil {

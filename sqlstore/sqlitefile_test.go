@@ -60,6 +60,7 @@ func openSQLiteStore(t *testing.T, path string) *Store {
 }
 
 func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		setup  func(t *testing.T, path string)
@@ -157,6 +158,7 @@ var foreignFiles = []struct {
 }
 
 func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, ff := range foreignFiles {
 		t.Run(ff.name, func(t *testing.T) {
 			// The directory's name needs escaping in a SQLite URI.
@@ -185,6 +187,7 @@ func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
 }
 
 func TestPrepareSQLiteFileRefusesAForeignWALOpenElsewhere(t *testing.T) {
+	t.Parallel()
 	// Another application has the file open: its tables are in the WAL,
 	// not yet in the file itself.
 	dir := t.TempDir()
@@ -205,6 +208,7 @@ func TestPrepareSQLiteFileRefusesAForeignWALOpenElsewhere(t *testing.T) {
 }
 
 func TestPrepareSQLiteFilePathErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		path    func(dir string) string
@@ -241,6 +245,7 @@ func TestPrepareSQLiteFilePathErrors(t *testing.T) {
 }
 
 func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("SKIPPING: root may write any file; cmd/plantstore tests this as user nobody")
 	}
@@ -262,6 +267,7 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 }
 
 func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
 	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
 		t.Fatal(err)
@@ -282,6 +288,7 @@ func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 }
 
 func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
 	execSQLite(t, path, `CREATE TABLE customers (a)`)
 	db := openDB(t, "sqlite", SQLiteDSN(path))
@@ -300,6 +307,7 @@ func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
 }
 
 func TestOpenRefusesReadOnlySQLite(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
 	openSQLiteStore(t, path).Close()
 	// SQLite opens a file it may not write read-only without an error;
@@ -315,6 +323,7 @@ func TestOpenRefusesReadOnlySQLite(t *testing.T) {
 }
 
 func TestOpenRefusesReadOnlyPostgres(t *testing.T) {
+	t.Parallel()
 	_, dsn := newPostgresDB(t)
 	db := openDB(t, "pgx", withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
 	s, err := Open(context.Background(), db, Postgres)

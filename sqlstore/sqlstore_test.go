@@ -126,6 +126,7 @@ func openStore(tb testing.TB, db *sql.DB, d Dialect, opts ...Option) *Store {
 }
 
 func TestStorage(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		for _, mode := range modes {
 			t.Run(be.name+"/mode="+mode.name, func(t *testing.T) {
@@ -140,6 +141,7 @@ func TestStorage(t *testing.T) {
 }
 
 func TestTagStoredAsNullOrEmpty(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -173,6 +175,7 @@ func TestTagStoredAsNullOrEmpty(t *testing.T) {
 }
 
 func TestBatchOutcomes(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -224,6 +227,7 @@ func TestBatchOutcomes(t *testing.T) {
 }
 
 func TestBatchFailureIsUnavailableForAll(t *testing.T) {
+	t.Parallel()
 	db, _ := sqliteBackend.newDB(t)
 	s := openStore(t, db, SQLite)
 	db.Close()
@@ -243,6 +247,7 @@ func TestBatchFailureIsUnavailableForAll(t *testing.T) {
 }
 
 func TestCreateAfterClose(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			db, _ := sqliteBackend.newDB(t)
@@ -262,6 +267,7 @@ func TestCreateAfterClose(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
@@ -274,6 +280,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestDialectString(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[Dialect]string{SQLite: "sqlite", Postgres: "postgres", 0: "Dialect(0)"} {
 		if got := d.String(); got != want {
 			t.Errorf("Dialect(%d).String() = %q, want %q", int(d), got, want)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestDeliver(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, ok)
 	mo := webhook.NewMemoryOutbox()
 	d, _, _ := start(t, mo, []string{rc.url()})
@@ -55,6 +56,7 @@ func TestDeliver(t *testing.T) {
 }
 
 func TestRetryUntilSuccess(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
 		if attempt <= 3 {
 			return http.StatusServiceUnavailable
@@ -81,6 +83,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 }
 
 func TestDeadSubscriber(t *testing.T) {
+	t.Parallel()
 	// dead never answers; it lets go only when the attempt times out.
 	dead := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
 		<-r.Context().Done()
@@ -155,6 +158,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
 	target := newReceiver(t, ok)
 	redirect := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) int {
 		w.Header().Set("Location", target.url())
@@ -179,6 +183,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 }
 
 func TestMaxAgeAbandons(t *testing.T) {
+	t.Parallel()
 	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
 	live := newReceiver(t, ok)
 	mo := webhook.NewMemoryOutbox()
@@ -200,6 +205,7 @@ func TestMaxAgeAbandons(t *testing.T) {
 }
 
 func TestManyConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	const goroutines, perGoroutine = 20, 100
 	const n = goroutines * perGoroutine
 	a, b := newReceiver(t, ok), newReceiver(t, ok)
@@ -256,6 +262,7 @@ func (failingOutbox) Ack(context.Context, string, []int64) error                
 func (failingOutbox) Depth(context.Context) (int, error)                              { return 0, errDown }
 
 func TestOutboxFailureIsLogged(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, ok)
 	_, l, stop := start(t, failingOutbox{}, []string{rc.url()})
 	testkit.WaitUntil(t, time.Minute, "the failure to be logged", func() bool { return strings.Contains(l.String(), errDown.Error()) })
@@ -263,6 +270,7 @@ func TestOutboxFailureIsLogged(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
+	t.Parallel()
 	d, err := webhook.New(webhook.NewMemoryOutbox(), []string{"http://127.0.0.1:1/"}, testSecret)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
@@ -278,6 +286,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	good := "https://example.com/hooks"
 	tests := []struct {
 		name    string

@@ -46,6 +46,7 @@ func (c *claimRecorder) limits() []int {
 // time, says so in its logs and metrics, and delivers every event once the
 // subscriber is back.
 func TestDownSubscriberIsProbed(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	var down atomic.Bool
 	down.Store(true)
@@ -103,6 +104,7 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 // the older events are dropped, counted and logged, and that the ten
 // newest are delivered once the subscriber is back.
 func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
+	t.Parallel()
 	const n, bound = 60, 10
 	var down atomic.Bool
 	down.Store(true)
@@ -154,6 +156,7 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 // event only, and checks that this one is abandoned and the others
 // delivered.
 func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
+	t.Parallel()
 	const n, maxAge = 20, 500 * time.Millisecond
 	var refuseOne atomic.Bool // else refuse everything
 	var rc *receiver
@@ -206,6 +209,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 // TestSubscribersDownEndsWithRun checks that a subscriber down as Run
 // returns is no longer counted in plantstore_webhook_subscribers_down.
 func TestSubscribersDownEndsWithRun(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
 	mo := webhook.NewMemoryOutbox()
 	d, l, stop := start(t, mo, []string{rc.url()})

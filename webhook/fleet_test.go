@@ -20,6 +20,7 @@ import (
 // on one SQLite file as two processes would, and checks that each event
 // reaches each subscriber once.
 func TestDispatchersShareOutbox(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	a, b := newReceiver(t, ok), newReceiver(t, ok)
 	path := filepath.Join(t.TempDir(), "plants.db")
@@ -69,6 +70,7 @@ func (*cutOff) Extend(context.Context, string, string, []int64, time.Time) ([]in
 // delivery it cannot finish, renew or claim again, and checks that another
 // Dispatcher sharing the outbox delivers it once the lease expires.
 func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var stuck atomic.Int64
 	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, attempt int) int {
@@ -108,6 +110,7 @@ func depth(t *testing.T, d *webhook.Dispatcher) float64 {
 }
 
 func TestStats(t *testing.T) {
+	t.Parallel()
 	live := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
 		if attempt == 1 {
 			return http.StatusServiceUnavailable
@@ -165,6 +168,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsLogged(t *testing.T) {
+	t.Parallel()
 	dead := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
 	mo := webhook.NewMemoryOutbox()
 	d, l, _ := start(t, mo, []string{dead.url()}, webhook.WithStatsInterval(20*time.Millisecond))

@@ -20,6 +20,7 @@ import (
 //
 // Most of its length is its table of cases; the checks are one loop.
 func TestMemoryOutboxBound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)
 	name := strings.Repeat("n", 488) // 488 + 512 counted bytes: 1,000 an event
@@ -119,6 +120,7 @@ func TestMemoryOutboxBound(t *testing.T) {
 // TestMemoryOutboxDropsAreCounted checks that a Dispatcher over a
 // MemoryOutbox reports its drops in its Stats.
 func TestMemoryOutboxDropsAreCounted(t *testing.T) {
+	t.Parallel()
 	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
 	d, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, testSecret)
 	if err != nil {

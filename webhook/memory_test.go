@@ -26,6 +26,7 @@ func claimIDs(t *testing.T, o plantstore.Outbox, sub, owner string, until time.T
 }
 
 func TestMemoryOutbox(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	ctx := context.Background()
 	mo := webhook.NewMemoryOutbox()
@@ -96,6 +97,7 @@ func TestMemoryOutbox(t *testing.T) {
 }
 
 func TestMemoryOutboxZeroValue(t *testing.T) {
+	t.Parallel()
 	var mo webhook.MemoryOutbox
 	mo.Add(plantstore.Plant{ID: 7, Name: "Fern"})
 	if _, err := mo.FanOut(context.Background(), []string{"a"}, 10); err != nil {
@@ -107,6 +109,7 @@ func TestMemoryOutboxZeroValue(t *testing.T) {
 }
 
 func TestMemoryOutboxCancelledContext(t *testing.T) {
+	t.Parallel()
 	mo := webhook.NewMemoryOutbox()
 	mo.Add(plantstore.Plant{ID: 1, Name: "Fern"})
 	ctx, cancel := context.WithCancel(context.Background())

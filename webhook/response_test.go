@@ -20,6 +20,7 @@ import (
 // above holds neither, only the status and the length, and that debug
 // level holds at most a short, escaped prefix.
 func TestSubscriberResponsesNotLogged(t *testing.T) {
+	t.Parallel()
 	const secret = "SUBSCRIBER-SECRET-hunter2-0123456789abcdefghijklmnopqrstuvwxyz"
 	// A subscriber that answers what is not HTTP.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -54,6 +54,7 @@ func pendingCount(t *testing.T, o plantstore.Outbox) int {
 }
 
 func TestRestartRedeliversPending(t *testing.T) {
+	t.Parallel()
 	const n = 5
 	var down atomic.Bool
 	down.Store(true)
@@ -111,6 +112,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 // a second Dispatcher on the same outbox delivers them at once rather than
 // after the first one's leases, an hour, expire.
 func TestRunHandsBackHeldDeliveries(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	var hold atomic.Bool
 	hold.Store(true)
@@ -189,6 +191,7 @@ func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
 // started under the same name, as the same process restarted, delivers
 // them at once, and that one under another name is not given them.
 func TestRestartTakesBackItsLeases(t *testing.T) {
+	t.Parallel()
 	const n, owner = 20, "plantstore host-1 10.0.0.1:8080"
 	var hold atomic.Bool
 	hold.Store(true)

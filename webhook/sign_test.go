@@ -25,6 +25,7 @@ const (
 )
 
 func TestSignMatchesSpecification(t *testing.T) {
+	t.Parallel()
 	key, _ := base64.StdEncoding.DecodeString(specSecret[len("whsec_"):])
 	tests := []struct {
 		name   string
@@ -47,6 +48,7 @@ func TestSignMatchesSpecification(t *testing.T) {
 }
 
 func TestSignBadSecret(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		secret []byte
@@ -65,6 +67,7 @@ func TestSignBadSecret(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(specTimestamp, 0)
 	other := "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 	headers := func(id, ts, sig string) http.Header {
@@ -123,6 +126,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestPayload(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		plant  plantstore.Plant
@@ -148,6 +152,7 @@ func TestPayload(t *testing.T) {
 }
 
 func TestCheckSecret(t *testing.T) {
+	t.Parallel()
 	b64 := func(n int) string { return "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, n)) }
 	tests := []struct {
 		name    string

@@ -17,6 +17,7 @@ import (
 // for, over many requests: plain ones, which it formats itself, and ones
 // with bytes to quote or escape, which it hands to the handler.
 func TestAccessLogAsSlogWritesIt(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
 	zones := []*time.Location{time.UTC, time.FixedZone("", 3600), time.FixedZone("", -(9*3600 + 30*60))}
@@ -101,6 +102,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // leave no access line at info but one at debug, and that a failed probe
 // and any other request are logged at info.
 func TestProbesLogAtDebug(t *testing.T) {
+	t.Parallel()
 	routes := map[string]httpapi.Route{}
 	for _, r := range httpapi.Routes() {
 		routes[r.String()] = r

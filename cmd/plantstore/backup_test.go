@@ -104,6 +104,7 @@ func TestBackupWhileWriting(t *testing.T) {
 // a backup that is not plantstore's or not whole, PostgreSQL, and missing
 // flags.
 func TestBackupRestoreRefuse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "plants.db")
 	p := startProcess(t, "-db", db, "-log-level", "warn")

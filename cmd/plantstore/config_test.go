@@ -26,6 +26,7 @@ import (
 
 // TestFlagsFromEnvironment checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestFlagsFromEnvironment(t *testing.T) {
+	t.Parallel()
 	// settings are the options a row checks.
 	type settings struct {
 		Addr         string
@@ -111,6 +112,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 // TestEnvironmentReachesFlagsAddedLater checks that the environment is
 // applied to whatever flags a FlagSet has, not to a list of known ones.
 func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
+	t.Parallel()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	metricsAddr := fs.String("metrics-addr", "", "")
 	var peers listFlag
@@ -137,6 +139,7 @@ func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
 // TestBadVariableIsNamed checks that a run stopped by a bad value in a
 // variable says which variable to fix.
 func TestBadVariableIsNamed(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, value string }{
 		{"PLANTSTORE_MAX_BODY", "lots"},
 		{"PLANTSTORE_MAX_BODY", "-1"},
@@ -178,6 +181,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestRunListensOnPlantstoreAddr(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	url, _, _, stop := startRun(t, nil, map[string]string{
 		"PLANTSTORE_ADDR": addr, "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok"})
@@ -193,6 +197,7 @@ func TestRunListensOnPlantstoreAddr(t *testing.T) {
 }
 
 func TestRunFlagBeatsVariable(t *testing.T) {
+	t.Parallel()
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-max-body", "100"}, map[string]string{
 		"PLANTSTORE_ADDR": "192.0.2.1:1", "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok", "PLANTSTORE_MAX_BODY": "10"})
 	// 24 bytes: over the variable's limit, within the flag's.
@@ -202,6 +207,7 @@ func TestRunFlagBeatsVariable(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr lockedBuffer
 	if err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("run -h = %v, want nil", err)
@@ -226,6 +232,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersionInProcess(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr lockedBuffer
 	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("run -version = %v, want nil", err)
@@ -256,6 +263,7 @@ func jsonLines(t *testing.T, logs string) []map[string]any {
 }
 
 func TestRunLogsJSON(t *testing.T) {
+	t.Parallel()
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-log-format", "json"},
 		map[string]string{"PLANTSTORE_TOKENS": "tok"})
 	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
@@ -313,6 +321,7 @@ func TestRunLogsJSON(t *testing.T) {
 // log is set up writes the error as a log line, and that its buffered
 // lines reach stderr before it returns.
 func TestRunLogsAndFlushesAFatalError(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +348,7 @@ func TestRunLogsAndFlushesAFatalError(t *testing.T) {
 // the commands, examples, scripts and documents mention is one the binary
 // reads, so that no program spells one differently.
 func TestVariablesAreSpelledOneWay(t *testing.T) {
+	t.Parallel()
 	known := map[string]bool{}
 	for v := range projectVariables {
 		known[v] = true
@@ -391,6 +401,7 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 // TestSystemdUnitSettings checks that the variables deploy/plantstore.service
 // sets are ones the binary reads, with values it accepts.
 func TestSystemdUnitSettings(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../deploy/plantstore.service")
 	if err != nil {
 		t.Fatal(err)

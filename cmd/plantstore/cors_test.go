@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckOrigin(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		origin   string
 		wantErr  error  // matched with errors.Is; nil for none, or for wantForm
@@ -42,6 +43,7 @@ func TestCheckOrigin(t *testing.T) {
 }
 
 func TestRunCORSOrigin(t *testing.T) {
+	t.Parallel()
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory",
 		"-cors-origin", "https://app.example.com", "-cors-origin", "http://localhost:3000"},
 		map[string]string{"PLANTSTORE_TOKENS": "s3cret"})

@@ -36,6 +36,7 @@ func fillDisk(t *testing.T, dir string) string {
 // free, instead of failing on "disk I/O error" at every restart; once
 // space is freed it starts and serves the plants it had.
 func TestStartOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, 2<<20)
 	db := filepath.Join(dir, "plants.db")
 	p := startProcess(t, "-db", db, "-log-level", "warn")

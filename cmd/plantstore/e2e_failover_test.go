@@ -20,6 +20,7 @@ import (
 // the first of which refuses connections: it serves from the second, and
 // logs both hosts but not the password.
 func TestMultiHostDSN(t *testing.T) {
+	t.Parallel()
 	dsn := postgresDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -77,6 +78,7 @@ type readiness struct {
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	binary(t) // skips in -short mode before any cluster starts
 	primary := pgtest.Start(t)
 	standby := primary.StartStandby(t)

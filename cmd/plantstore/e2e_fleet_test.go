@@ -151,6 +151,7 @@ func createSpread(t *testing.T, procs []*testkit.Process, first int64, n int) {
 // schema, all with the same subscriber, and checks that 600 creates spread
 // over them reach the subscriber once each.
 func TestFleetDeliversEachWebhookOnce(t *testing.T) {
+	t.Parallel()
 	dsn := postgresDSN(t)
 	rc := newHookCounter(t, nil)
 	secret := secretFile(t)
@@ -195,6 +196,7 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 // deliveries that the subscriber has not answered, and checks that another
 // binary on the same database delivers every event once the leases expire.
 func TestFleetRedeliversAfterKill(t *testing.T) {
+	t.Parallel()
 	dsn := postgresDSN(t)
 	hold := make(chan struct{})
 	rc := newHookCounter(t, hold)
@@ -263,6 +265,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 // the same subscriber, and checks that they share the outbox: each create
 // is delivered once.
 func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
 	rc := newHookCounter(t, nil)
 	args := []string{"-db", path, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}

@@ -151,6 +151,7 @@ func createHead(extra string) string {
 // before the headers are complete, without answering success, and keeps
 // serving other clients.
 func TestSlowHeadersAreCutOff(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory", "-read-header-timeout", "500ms")
 	conn := dial(t, url)
 	w := watch(conn)
@@ -174,6 +175,7 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 // would store a plant, then trickles the body: the server closes the
 // connection before the body is complete, and stores nothing.
 func TestSlowBodyIsCutOff(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory",
 		"-read-header-timeout", "500ms", "-read-timeout", "1s")
 	const id = 7001
@@ -208,6 +210,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // database besides the write, or the plant would be stored and its answer
 // never sent.
 func TestSlowBodyStillAnswered(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory", "-write-timeout", "1s", "-read-timeout", "10s")
 	conn := dial(t, url)
 	body := `{"id":4242,"name":"slow"}`
@@ -235,6 +238,7 @@ func TestSlowBodyStillAnswered(t *testing.T) {
 // has gone unwritten for the write timeout, rather than wait on it for as
 // long as the client likes, and keeps serving other clients.
 func TestUnreadAnswersAreCutOff(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory", "-write-timeout", "1s", "-read-timeout", "1s", "-read-header-timeout", "1s", "-db-timeout", "1s")
 	d := net.Dialer{Timeout: hostileWait, Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -356,6 +360,7 @@ func (c *idleConn) healthz() error {
 // client creates 100 plants: every create succeeds, and every idle
 // connection is still open and served afterwards.
 func TestIdleConnectionsDoNotStarveClients(t *testing.T) {
+	t.Parallel()
 	const idle, creates = 1000, 100
 	// A client and a server descriptor per connection, plus slack.
 	raiseFileLimit(t, 2*idle+1024)
@@ -433,6 +438,7 @@ func exchange(t *testing.T, url string, req io.Reader) (net.Conn, *bufio.Reader,
 // the server's header limit: each is refused with 431 or a closed
 // connection, and the server keeps serving.
 func TestOversizedHeadersAreRefused(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory")
 	big := strings.Repeat("a", 1<<20)
 	var many strings.Builder
@@ -474,6 +480,7 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 // the server then closes the connection rather than leave the unread body
 // on it.
 func TestBodyOverLimitIsRefusedUnread(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string
@@ -538,6 +545,7 @@ func chunkedCreate(id, size int) io.Reader {
 // longer one is refused with code 413 and not stored, and the server
 // closes the connection after refusing.
 func TestChunkedBodyOverLimit(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory", "-max-body", "1024")
 	tests := []struct {
 		name     string
@@ -583,6 +591,7 @@ func TestChunkedBodyOverLimit(t *testing.T) {
 //
 // It is one piece: every request it sends is then looked for in the one log.
 func TestTokensNeverLeak(t *testing.T) {
+	t.Parallel()
 	random := func(prefix string) string {
 		b := make([]byte, 12)
 		rand.Read(b)

@@ -51,6 +51,7 @@ func procMemory(t *testing.T, pid int, field string) int64 {
 // timeout has answered or closed every connection, so every handler has
 // run while its connection was open.
 func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
+	t.Parallel()
 	const (
 		conns  = 300
 		rounds = 3
@@ -101,6 +102,7 @@ func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
 // short page carries a Link to the rest, and following the links yields
 // every plant once.
 func TestListPagesAreBoundedInBytes(t *testing.T) {
+	t.Parallel()
 	const (
 		n        = 64
 		pageSize = 4 << 20 // httpapi.DefaultMaxPageBytes
@@ -169,6 +171,7 @@ func TestListPagesAreBoundedInBytes(t *testing.T) {
 // decode to a route or an id: they are matched as sent, so none reaches
 // the plant they spell once decoded, and the plant is still there.
 func TestEscapedPathsAreNotDecodedIntoRoutes(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory")
 	const id = 31337
 	if status, code, err := create(url, id, "escaped"); err != nil || status != 200 {
@@ -217,6 +220,7 @@ func TestEscapedPathsAreNotDecodedIntoRoutes(t *testing.T) {
 // 431 as the API's Error, in JSON. Headers far past it are refused by
 // net/http itself, as TestOversizedHeadersAreRefused checks.
 func TestHeadersOverLimitGetTheError(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory", "-conventional-status")
 	filler := "X-Filler: " + strings.Repeat("a", 80<<10) + "\r\n"
 	tests := []struct {
@@ -250,6 +254,7 @@ func TestHeadersOverLimitGetTheError(t *testing.T) {
 // writes the answer itself, as text/plain (or with no body), and closes
 // the connection. docs/operations.md's "Answers net/http gives itself" names them.
 func TestAnswersNetHTTPGivesItself(t *testing.T) {
+	t.Parallel()
 	url := startServer(t, "-db", "memory")
 	tests := []struct {
 		name       string

@@ -38,6 +38,7 @@ const (
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	p := startProcess(t, "-db", dsn, "-log-level", "error")
 	t.Cleanup(client.CloseIdleConnections)

@@ -65,6 +65,7 @@ func mountTmpfs(t *testing.T, size int) string {
 //
 // It is one piece: each step acts on what the steps before it left, on one full filesystem.
 func TestDiskFullReadiness(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, 2<<20)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o600); err != nil {
@@ -175,6 +176,7 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 // PostgreSQL: GET /readyz still answers, 503, within a client timeout a
 // third of -db-timeout, and 200 once the network resumes.
 func TestReadyzOnStalledDatabase(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	const readyTimeout = 500 * time.Millisecond
 	p := startProcess(t, "-db", dsn, "-log-level", "error", "-ready-timeout", readyTimeout.String(), "-db-timeout", "30s")
@@ -213,6 +215,7 @@ func TestReadyzOnStalledDatabase(t *testing.T) {
 // first failure of each kind and then a summary per kind every few
 // seconds, not a line per request.
 func TestOutageLogIsBounded(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	p := startProcess(t, "-db", dsn, "-log-level", "warn")
 	t.Cleanup(client.CloseIdleConnections)

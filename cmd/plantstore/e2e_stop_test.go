@@ -194,6 +194,7 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 // GET /readyz answers 503 too, until the lock is let go; then both answer
 // 200 again.
 func TestSQLiteStoppedWriterMakesUnready(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
 	p := startProcess(t, "-db", path, "-log-level", "warn", "-db-timeout", "1s", "-ready-timeout", "1s")
 	if status, code, err := create(p.URL, 1, "before"); err != nil || status != 200 {

@@ -95,6 +95,7 @@ func listAll(t *testing.T, url string) map[int64]string {
 // are in flight, restarts it on the same file, and checks that every
 // acknowledged plant is there.
 func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "plants.db")
 	p := startProcess(t, "-db", db, "-log-level", "warn")
 
@@ -180,6 +181,7 @@ func postgresDSN(t *testing.T) string {
 // TestTwoProcessesOnOnePostgres races creates of one id across two
 // plantstore processes sharing a PostgreSQL database.
 func TestTwoProcessesOnOnePostgres(t *testing.T) {
+	t.Parallel()
 	dsn := postgresDSN(t)
 	a := startProcess(t, "-db", dsn, "-log-level", "warn")
 	b := startProcess(t, "-db", dsn, "-log-level", "warn")
@@ -216,6 +218,7 @@ func TestTwoProcessesOnOnePostgres(t *testing.T) {
 // create that got a 200 is stored, every request gets a complete response
 // or a clean connection error, and the process exits 0.
 func TestShutdownUnderLoad(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "plants.db")
 	p := startProcess(t, "-db", db, "-log-level", "warn", "-shutdown-timeout", "20s")
 	var (
@@ -288,6 +291,7 @@ func isConnError(err error) bool {
 // by variables alone, checks the request ids and JSON log lines of a few
 // requests, and stops it with SIGTERM.
 func TestProcessConfiguredByEnvironment(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	p := testkit.Start(t, binary(t), testkit.Env(
 		"PLANTSTORE_ADDR="+addr, "PLANTSTORE_DB=memory", "PLANTSTORE_TOKENS=env-token",
@@ -336,6 +340,7 @@ func TestProcessConfiguredByEnvironment(t *testing.T) {
 // TestProcessVersion checks -version against what go version -m reads
 // from the same binary.
 func TestProcessVersion(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	stdout, stderr, err := testkit.Run(t, bin, testkit.Env(), "-version")
 	if err != nil {
@@ -368,6 +373,7 @@ func TestProcessVersion(t *testing.T) {
 // TestProcessUsageErrors checks the exit status and the message of a
 // command line, or a variable, that cannot run.
 func TestProcessUsageErrors(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	tests := []struct {
 		name       string

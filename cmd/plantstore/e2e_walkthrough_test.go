@@ -77,6 +77,7 @@ func expectedOutput(line string) string {
 // newcomer pastes it (on a free port, with its files in a temporary
 // directory), and checks every command's output against docs/api.md.
 func TestCurlWalkthrough(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server; skipped in -short mode")
 	}

@@ -14,6 +14,7 @@ import (
 // checks that neither log format writes any of them as it is, and that
 // each JSON line still decodes to the path that was sent.
 func TestLogsEscapeWhatDoesNotPrint(t *testing.T) {
+	t.Parallel()
 	paths := []string{
 		"/plants/\u202eevil",       // right-to-left override
 		"/plants/a\u200bb\u2066c",  // zero width space, left-to-right isolate

@@ -34,6 +34,7 @@ func (s *stuckWriter) String() string {
 }
 
 func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
+	t.Parallel()
 	out := &stuckWriter{release: make(chan struct{})}
 	lw := newLogWriter(out)
 	var reported atomic.Int64

@@ -116,6 +116,7 @@ func post(t *testing.T, url, token, body string) (int, string) {
 }
 
 func TestRunServesOverLoopback(t *testing.T) {
+	t.Parallel()
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"},
 		map[string]string{"PLANTSTORE_TOKENS": "tok-a, tok-b"})
 	if status, body := post(t, url, "tok-b", `{"id":1,"name":"Monstera","tag":""}`); status != 200 || body != `{"name":"Monstera","tag":""}` {
@@ -142,6 +143,7 @@ func TestRunServesOverLoopback(t *testing.T) {
 }
 
 func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
+	t.Parallel()
 	url, stdout, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
 	var token string
 	for _, line := range strings.Split(stdout.String(), "\n") {
@@ -158,6 +160,7 @@ func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -209,6 +212,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 }
 
 func TestTimeoutFlagsMustBePositive(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"-read-header-timeout", "0s"},
 		{"-read-timeout", "-1s"},
@@ -222,6 +226,7 @@ func TestTimeoutFlagsMustBePositive(t *testing.T) {
 }
 
 func TestTokenFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(file, []byte("# operators\nfile-token-1\n\n  file-token-2  \n"), 0o644); err != nil {
@@ -243,6 +248,7 @@ func TestTokenFile(t *testing.T) {
 }
 
 func TestRedactDSN(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		db, want string
 	}{
@@ -289,6 +295,7 @@ func TestRedactDSN(t *testing.T) {
 // holds: it fails, naming -addr, before it creates a database or prints a
 // token as if it were serving.
 func TestFailedBindLeavesNothing(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

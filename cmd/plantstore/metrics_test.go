@@ -83,6 +83,7 @@ next:
 //
 // It is one piece: the scrapes check what the requests before them did, on one process.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, separate := range []bool{false, true} {
 		name := "main listener"
 		if separate {
@@ -208,6 +209,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // reads the delivery metrics off its /metrics: the delivery of one create
 // is counted, and the outbox is empty once it is done.
 func TestWebhookMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	received := make(chan struct{}, 10)
 	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received <- struct{}{}
@@ -240,6 +242,7 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 // token, unless -metrics-public; on -metrics-addr, anyone who can reach
 // that listener; and -metrics-public with -metrics-addr is a flag error.
 func TestMetricsExposure(t *testing.T) {
+	t.Parallel()
 	get := func(url, token string) int {
 		req, _ := http.NewRequest("GET", url, nil)
 		if token != "" {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestProbeAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		addr    string
@@ -41,6 +42,7 @@ func TestProbeAddr(t *testing.T) {
 // container's health check does, with the server's address given as a
 // flag or, as in the image, in PLANTSTORE_ADDR.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
 	addr := strings.TrimPrefix(url, "http://")
 	_, port, _ := net.SplitHostPort(addr)
@@ -92,6 +94,7 @@ func TestProbe(t *testing.T) {
 // TestProbeIsNotReadFromTheEnvironment checks that the variable -probe
 // would have, were it read, does not turn a server into a probe.
 func TestProbeIsNotReadFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	o, err := parseFlags(nil, func(k string) string { return map[string]string{envName("probe"): "/readyz"}[k] })
 	if err != nil {
 		t.Fatal(err)

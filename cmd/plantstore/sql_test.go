@@ -148,6 +148,7 @@ func nobodyDir(t *testing.T, perm os.FileMode) string {
 }
 
 func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write func(t *testing.T, path string)
@@ -206,6 +207,7 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 
 // TestStartupFailsOnUnusableSQLitePaths checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
 func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// setup prepares dir and returns the -db path. When nobody is
@@ -316,6 +318,7 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 // nobody: the same user starts in a directory it may write, and the files
 // it creates are its own to read.
 func TestStartsAsNobodyWhereItMayWrite(t *testing.T) {
+	t.Parallel()
 	dir := nobodyDir(t, 0o777)
 	path := filepath.Join(dir, "p.db")
 	if o := runBinary(t, true, "-db", path); !o.listening {
@@ -331,6 +334,7 @@ func TestStartsAsNobodyWhereItMayWrite(t *testing.T) {
 }
 
 func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "p.db")
 	url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path}, map[string]string{"PLANTSTORE_TOKENS": "tok"})
 	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 200 {
@@ -387,6 +391,7 @@ func postgresDatabase(t *testing.T) *url.URL {
 // statement cache, which such a pooler breaks, it refuses to start,
 // saying what to change, rather than answer error 500 to every request.
 func TestThroughPgBouncer(t *testing.T) {
+	t.Parallel()
 	u := postgresDatabase(t)
 	direct := *u
 	u.Host = pgtest.PgBouncer(t, u.Host)
@@ -430,6 +435,7 @@ func TestThroughPgBouncer(t *testing.T) {
 // create gives up after -db-lock-timeout, well before -db-timeout, with
 // error 503 and PostgreSQL's lock timeout in the log.
 func TestLockTimeout(t *testing.T) {
+	t.Parallel()
 	u := postgresDatabase(t)
 	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn", "-db-lock-timeout", "100ms"},
 		map[string]string{"PLANTSTORE_TOKENS": procToken})

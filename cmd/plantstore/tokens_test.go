@@ -20,6 +20,7 @@ import (
 // header can carry stops the start with an error naming where it is and
 // the rule, and never the token itself.
 func TestLoadTokensRefusesTokensNoClientCanSend(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		file     string // contents of -token-file; none when ""
@@ -61,6 +62,7 @@ func TestLoadTokensRefusesTokensNoClientCanSend(t *testing.T) {
 }
 
 func TestLoadTokensBoundsTheFile(t *testing.T) {
+	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big")
 	if err := os.WriteFile(big, []byte(strings.Repeat("tok\n", maxSecretFile/4)+"x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -80,6 +82,7 @@ func TestLoadTokensBoundsTheFile(t *testing.T) {
 // TestLoadTokensFromAPipe checks that a token file need not be regular, so
 // that -token-file /dev/stdin and process substitution keep working.
 func TestLoadTokensFromAPipe(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +108,7 @@ func TestLoadTokensFromAPipe(t *testing.T) {
 // TestRunRefusesABadToken checks the whole binary: a bad token stops it
 // before it listens or prints a generated token, naming the variable.
 func TestRunRefusesABadToken(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr lockedBuffer
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", "memory"},
 		func(k string) string { return map[string]string{"PLANTSTORE_TOKENS": "abc=def"}[k] }, &stdout, &stderr)

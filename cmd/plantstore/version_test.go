@@ -13,6 +13,7 @@ import (
 // time, by go install of a pseudo-version or of a tag, and with nothing at
 // all, where it says why no commit is known.
 func TestDescribeBuild(t *testing.T) {
+	t.Parallel()
 	const path = "github.com/plantstore/plantstore"
 	main := debug.Module{Path: path, Version: "(devel)"}
 	for _, c := range []struct {
@@ -50,6 +51,7 @@ func TestDescribeBuild(t *testing.T) {
 // with the one it is closest to, and that the variables plantstore reads,
 // other programs' and the test suite's are not.
 func TestUnknownVariables(t *testing.T) {
+	t.Parallel()
 	o, err := parseFlags(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestUnknownVariables(t *testing.T) {
 // -webhook to sign for is refused as a flag error, whether the file comes
 // from the command line or from its variable, rather than read and unused.
 func TestWebhookSecretWithoutWebhook(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		env  map[string]string

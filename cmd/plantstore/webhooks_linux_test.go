@@ -58,6 +58,7 @@ func deletePlant(t *testing.T, url string, id int64) int {
 // by default). Without the bound it grew by about 1 GB (400 MB of names,
 // plus what the garbage collector lets accumulate).
 func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
+	t.Parallel()
 	const (
 		cycles    = 400
 		nameLen   = 1_000_000

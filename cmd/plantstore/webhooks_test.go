@@ -27,6 +27,7 @@ import (
 // TestRunDeliversWebhooks creates plants through the server and checks
 // that a subscriber receives each one, signed, over loopback.
 func TestRunDeliversWebhooks(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"memory", filepath.Join(t.TempDir(), "hooks.db")} {
 		t.Run(filepath.Base(db), func(t *testing.T) {
 			const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -92,6 +93,7 @@ func TestRunDeliversWebhooks(t *testing.T) {
 // the database, with an error naming where the secret came from and how
 // to make a good one, and without the secret.
 func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
+	t.Parallel()
 	const weak = "s3cre"
 	tests := []struct {
 		name    string
@@ -147,6 +149,7 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 // checks what an operator sees: the subscriber down, the events past the
 // bound dropped and logged, and the outbox depth held at the bound.
 func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
+	t.Parallel()
 	const n, bound = 30, 5
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
@@ -190,6 +193,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 // and that a secret file group or others may read is used with one
 // warning naming the chmod that fixes it.
 func TestWebhookSecretSources(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	dir := t.TempDir()
 	shared := filepath.Join(dir, "shared")

@@ -45,6 +45,7 @@ func values(t *testing.T, c *Cluster) []string {
 }
 
 func TestRestartKeepsCommits(t *testing.T) {
+	t.Parallel()
 	c := Start(t)
 	execSQL(t, c, "CREATE TABLE kv (k int PRIMARY KEY, v text NOT NULL)")
 	execSQL(t, c, "INSERT INTO kv VALUES (1, 'one'), (2, 'two')")
@@ -62,6 +63,7 @@ func TestRestartKeepsCommits(t *testing.T) {
 }
 
 func TestFailoverToSynchronousStandby(t *testing.T) {
+	t.Parallel()
 	primary := Start(t)
 	execSQL(t, primary, "CREATE TABLE kv (k int PRIMARY KEY, v text NOT NULL)")
 	standby := primary.StartStandby(t)
