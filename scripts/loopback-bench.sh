@@ -24,6 +24,8 @@
 #   ogen         ogen's server without OpenTelemetry, generated from httpapi/openapi.json
 #   oapi-codegen oapi-codegen's strict server on net/http, generated likewise
 #                (both from the module scripts/peers, plants in memory; see its doc.go)
+#   pocketbase   PocketBase (scripts/peers/pbserver): a single-file SQLite store, a
+#                new data directory each round, creates to its records API
 #   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory);
 #                {tmp} in ARGS_<name> becomes a new empty directory each round, so
 #                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file
@@ -110,10 +112,13 @@ echo "building into $tmp" >&2
 		go build -o "$tmp/plantstore" ./cmd/plantstore
 	fi
 	if [[ " ${servers[*]} " == *" ogen "* || " ${servers[*]} " == *" oapi-codegen "* ]]; then
-		cd scripts/peers
+		cd "$repo/scripts/peers"
 		go generate ./... >/dev/null 2>&1 || die "go generate in scripts/peers failed: run it there to see why"
 		go build -o "$tmp/ogenserver" ./ogenserver
 		go build -o "$tmp/oapiserver" ./oapiserver
+	fi
+	if [[ " ${servers[*]} " == *" pocketbase "* ]]; then
+		cd "$repo/scripts/peers" && go build -o "$tmp/pbserver" ./pbserver
 	fi
 )
 plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
@@ -123,7 +128,11 @@ plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
 start_server() {
 	local name=$1 out="$tmp/server.out" bin args
 	: >"$out"
-	if [[ $name == floor || $name == ogen || $name == oapi-codegen ]]; then
+	if [[ $name == pocketbase ]]; then
+		rm -rf "$tmp/pb.d"
+		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$tmp/pbserver" -addr 127.0.0.1:0 -dir "$tmp/pb.d" \
+			>"$out" 2>"$tmp/server.err" &
+	elif [[ $name == floor || $name == ogen || $name == oapi-codegen ]]; then
 		bin=$tmp/floorserver
 		[[ $name == ogen ]] && bin=$tmp/ogenserver
 		[[ $name == oapi-codegen ]] && bin=$tmp/oapiserver
@@ -157,13 +166,16 @@ start_server() {
 }
 
 
-# load OUT: drives server_url from CLIENT_CPU and prints "REQS P99MS BAD",
-# BAD being the responses other than 200 plus transport errors.
+# load OUT NAME: drives server_url from CLIENT_CPU and prints "REQS P99MS
+# BAD", BAD being the responses other than 200 plus transport errors.
 load() {
-	local out=$1
+	local out=$1 path=/plants field=id
+	if [[ $2 == pocketbase ]]; then
+		path=/api/collections/plants/records field=pid
+	fi
 	case $CLIENT in
 	wrk)
-		BENCH_ID_BASE=$(( $(date +%s) * 1000000 + RANDOM * 10 )) \
+		BENCH_PATH=$path BENCH_ID_FIELD=$field BENCH_ID_BASE=$(( $(date +%s) * 1000000 + RANDOM * 10 )) \
 			taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$lua" "$server_url" >"$out"
 		awk '
 			/^Requests\/sec:/ { reqs = $2 }
@@ -198,7 +210,7 @@ printf '%-6s %-12s %12s %10s %8s\n' round server req/s p99_ms non200
 for round in $(seq "$ROUNDS"); do
 	for name in "${servers[@]}"; do
 		start_server "$name"
-		read -r rps p99 bad < <(load "$tmp/$name-$round.out")
+		read -r rps p99 bad < <(load "$tmp/$name-$round.out" "$name")
 		stop_server
 		[[ -n $rps ]] || die "no req/s in $CLIENT's output for $name round $round: $(cat "$tmp/$name-$round.out")"
 		printf '%-6s %-12s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"

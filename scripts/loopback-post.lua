@@ -7,6 +7,11 @@
 local base = tonumber(os.getenv("BENCH_ID_BASE") or "") or os.time() * 1000000
 local token = os.getenv("BENCH_TOKEN") or ""
 local name = os.getenv("BENCH_NAME") or "Monstera"
+-- BENCH_PATH and BENCH_ID_FIELD let a server with another route and id
+-- field (the PocketBase peer: /api/collections/plants/records, pid) take
+-- the same load.
+local path = os.getenv("BENCH_PATH") or "/plants"
+local idField = os.getenv("BENCH_ID_FIELD") or "id"
 local counter = 0
 
 local headers = { ["Content-Type"] = "application/json" }
@@ -16,6 +21,6 @@ end
 
 function request()
   counter = counter + 1
-  local body = string.format('{"id":%d,"name":"%s"}', base + counter, name)
-  return wrk.format("POST", "/plants", headers, body)
+  local body = string.format('{"%s":%d,"name":"%s"}', idField, base + counter, name)
+  return wrk.format("POST", path, headers, body)
 end
