@@ -27,13 +27,14 @@
 //   - Scalar 1.72.1 (standalone.js, 4.4 MB) and Stoplight Elements 9.0.25
 //     (web-components.min.js and styles.min.css, 2.4 MB) render, but apply
 //     inline styles the policy blocks, with a violation in the console for
-//     each; they would need 'unsafe-inline'. Elements is also the least
-//     active of the four.
+//     each; they would need 'unsafe-inline'. Elements' latest release,
+//     9.0.25 of September 2026, is also the oldest of the four.
 //   - Swagger UI 5.35.0 (swagger-ui-bundle.js and swagger-ui.css, 1.9 MB)
 //     renders the OpenAPI 3.1 document with no violation: no
 //     'unsafe-eval', no 'unsafe-inline'. It is maintained by SmartBear,
-//     with releases every few weeks, and asks nothing of the network once
-//     its validator badge is turned off (validatorUrl: null, in init.js).
+//     with a release every week or two (5.33.3 to 5.35.0 from October 15
+//     to November 13, 2026), and asks nothing of the network once its
+//     validator badge is off (validatorUrl: null, in init.js).
 //
 // Each was loaded in headless Chromium under the policy, with the
 // document served beside it; apidocs' browser test keeps checking Swagger
