@@ -147,7 +147,7 @@ func TestBrowserRendersReference(t *testing.T) {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a busy machine is slow
 	defer cancel()
 
 	operations := `Array.from(document.querySelectorAll(".opblock")).map(b =>
