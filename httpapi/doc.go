@@ -4,7 +4,9 @@
 // bearer authentication; GET /openapi.json describes it all, and GET
 // /healthz and GET /readyz need no token. HEAD is served wherever GET is,
 // with the same authentication, and OPTIONS on every path of the API
-// answers 204 with Allow; [WithCORS] lets browsers' scripts in.
+// answers 204 with Allow; [WithCORS] lets browsers' scripts in. With
+// [WithDocs], GET /docs serves a human reference of the document, without a
+// token (package apidocs has the page).
 //
 // Every failure is answered with an Error body, {"error": code, "message":
 // text}, where code is the conventional HTTP status of the condition; the

@@ -124,6 +124,8 @@ var api = [...]struct {
 	{http.MethodGet, "/healthz", (*handler).healthz, false, nil},
 	{http.MethodGet, "/readyz", (*handler).readyz, false, nil},
 	{http.MethodGet, "/metrics", (*handler).metrics, true, func(c *config) bool { return c.publicMetrics || c.metricsHandler == nil }},
+	{http.MethodGet, "/docs", (*handler).docs, false, nil},
+	{http.MethodGet, "/docs/:name", (*handler).docs, false, nil},
 }
 
 // metrics serves GET /metrics with the handler of [WithMetricsHandler],
@@ -134,6 +136,16 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return
 	}
 	h.metricsHandler.ServeHTTP(w, r)
+}
+
+// docs serves GET /docs and /docs/NAME with the handler of [WithDocs], or
+// answers 404 without one.
+func (h *handler) docs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if h.docsHandler == nil {
+		h.writeError(w, r, errNotFoundPath)
+		return
+	}
+	h.docsHandler.ServeHTTP(w, r)
 }
 
 // ServeHTTP gives r its request id, then routes it, through the access log

@@ -113,6 +113,8 @@ func TestRoutes(t *testing.T) {
 		"/healthz":      {"GET"},
 		"/readyz":       {"GET"},
 		"/metrics":      {"GET"},
+		"/docs":         {"GET"},
+		"/docs/{name}":  {"GET"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Routes() mismatch (-want +got):\n%s", diff)
@@ -156,5 +158,43 @@ func TestMetricsRoute(t *testing.T) {
 			t.Errorf("GET /metrics without a token, public = %d %s, want 200", r.status, r.body)
 		}
 		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
+	})
+}
+
+// TestDocsRoute checks GET /docs and /docs/NAME: error 404 without a docs
+// handler; with one, served by it without a token, GET and HEAD only, and
+// through the request ids and the hooks like any route.
+func TestDocsRoute(t *testing.T) {
+	docs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "docs at "+r.URL.Path)
+	})
+	noToken := map[string]string{"Authorization": ""}
+	t.Run("none", func(t *testing.T) {
+		e := newEnv(t, nil)
+		e.do("GET", "/docs", noToken, "").wantError(t, 400, 404)
+		e.do("GET", "/docs", nil, "").wantError(t, 400, 404)
+		e.do("GET", "/docs/init.js", nil, "").wantError(t, 400, 404)
+	})
+	t.Run("given", func(t *testing.T) {
+		var l servedLog
+		e := newEnv(t, nil, httpapi.WithDocs(docs), httpapi.WithHooks(l.hooks()))
+		for _, path := range []string{"/docs", "/docs/init.js"} {
+			r := e.do("GET", path, noToken, "")
+			if r.status != 200 || string(r.body) != "docs at "+path || r.header.Get("X-Request-Id") == "" {
+				t.Errorf("GET %s without a token = %d %q (X-Request-Id %q), want the docs handler's answer and an id", path, r.status, r.body, r.header.Get("X-Request-Id"))
+			}
+		}
+		if r := e.do("HEAD", "/docs", noToken, ""); r.status != 200 {
+			t.Errorf("HEAD /docs = %d, want 200", r.status)
+		}
+		e.do("POST", "/docs", nil, "").wantError(t, 400, 405)
+		e.do("GET", "/docs/", nil, "").wantError(t, 400, 404)
+		e.do("GET", "/docs/a/b", nil, "").wantError(t, 400, 404)
+		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
+		want := []string{"GET /docs ok", "GET /docs/{name} ok", "HEAD /docs ok", "POST /docs 405", "GET other 404", "GET other 404", "GET /plants 401"}
+		if diff := cmp.Diff(want, l.take()); diff != "" {
+			t.Errorf("requests served (-want +got):\n%s", diff)
+		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -72,8 +73,9 @@ func (vt validatingTransport) validate(req *http.Request, resp *http.Response, b
 	t.Helper()
 	r := req.Clone(context.Background())
 	r.URL.Path = r.URL.Path[len(vt.prefix):]
-	if r.URL.Path == "/metrics" && resp.StatusCode < 300 {
-		// The host's metrics, in their own format: not the API's.
+	if (r.URL.Path == "/metrics" || r.URL.Path == "/docs" || strings.HasPrefix(r.URL.Path, "/docs/")) && resp.StatusCode < 300 {
+		// The host's metrics, or its reference page, in their own
+		// formats: not the API's.
 		return
 	}
 	r.URL.Host, r.URL.Scheme, r.Host = "", "", ""

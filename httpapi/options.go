@@ -38,6 +38,9 @@ type config struct {
 	// publicMetrics; see WithMetricsHandler.
 	metricsHandler http.Handler
 	publicMetrics  bool
+	// docsHandler serves GET /docs and /docs/NAME, without the token; see
+	// WithDocs.
+	docsHandler http.Handler
 	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
 	readyTimeout  time.Duration
 	readyInterval time.Duration
@@ -146,4 +149,17 @@ func WithMetricsHandler(h http.Handler) Option {
 // business to learn.
 func WithPublicMetrics() Option {
 	return func(c *config) { c.publicMetrics = true }
+}
+
+// WithDocs makes the handler serve GET and HEAD /docs and /docs/NAME with
+// h, without a token, as it serves /openapi.json: h is meant to be the
+// reference page of package apidocs, apidocs.Handler(), which renders the
+// document at /openapi.json beside it. The requests go through the
+// handler's request ids, access log and hooks, and what h answers is its
+// own (apidocs answers a name it does not serve with a plain 404); other
+// methods, and paths below /docs/ of more than one segment, are answered
+// with the Error, as every path the handler does not serve. Without it, /docs is error 404, and the binary links none of
+// the page's files.
+func WithDocs(h http.Handler) Option {
+	return func(c *config) { c.docsHandler = h }
 }

@@ -67,6 +67,7 @@ func zeroSeries() map[string]float64 {
 	for _, rm := range [][2]string{
 		{"GET", "/healthz"}, {"GET", "/openapi.json"}, {"GET", "/plants"}, {"POST", "/plants"},
 		{"DELETE", "/plants/{id}"}, {"GET", "/plants/{id}"}, {"GET", "/readyz"}, {"GET", "/metrics"},
+		{"GET", "/docs"}, {"GET", "/docs/{name}"},
 	} {
 		want[`plantstore_http_requests_total{error="",method="`+rm[0]+`",route="`+rm[1]+`"}`] = 0
 		want[`plantstore_http_request_duration_seconds_count{method="`+rm[0]+`",route="`+rm[1]+`"}`] = 0

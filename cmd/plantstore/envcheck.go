@@ -24,6 +24,7 @@ var projectVariables = map[string]string{
 	"PLANTSTORE_ROBUSTNESS_OUT":       "tests: where a failed linearizability check writes its visualization",
 	"PLANTSTORE_KEEP_FLEET":           "deploy's fleet test: keep the fleet's files",
 	"PLANTSTORE_TEST_PG_BINDIR":       "tests: where internal/pgtest finds PostgreSQL's programs",
+	"PLANTSTORE_ARTIFACTS":            "tests: where apidocs' browser test leaves its screenshot of /docs",
 }
 
 // unknownVariables returns a warning for each variable in env that begins

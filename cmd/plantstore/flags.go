@@ -47,7 +47,9 @@ type options struct {
 	// metricsPublic serves it on the main listener without a token.
 	metricsAddr   string
 	metricsPublic bool
-	version       bool
+	// docs serves the API's reference page at /docs on -addr.
+	docs    bool
+	version bool
 	// probe, when set, makes the binary ask a running server for this
 	// path instead of serving (see probe).
 	probe string
@@ -139,6 +141,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Var(&o.corsOrigins, "cors-origin", "let scripts from this `origin` (https://app.example.com, or * for any) call the API from a browser (repeatable)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port`, without a token, instead of on -addr")
 	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics on -addr to anyone, without a token (it needs one by default)")
+	fs.BoolVar(&o.docs, "docs", true, "serve the API's reference page at /docs on -addr, without a token: /openapi.json rendered by Swagger UI, from files in the binary (-docs=false: error 404)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.probe, "probe", "", "instead of serving, GET this `path` (/readyz, /healthz) from the server at -addr and exit 0 if it answers 200: a health check for images without curl")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")

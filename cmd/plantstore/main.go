@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/apidocs"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/sqlstore"
@@ -176,8 +177,8 @@ func openPlantStore(ctx context.Context, o *options, secret string, reg *prometh
 }
 
 // newHandler returns the API's handler as the binary serves it on -addr:
-// with its tokens, the metrics and the access log as hooks, and /metrics
-// unless -metrics-addr takes it elsewhere.
+// with its tokens, the metrics and the access log as hooks, /metrics
+// unless -metrics-addr takes it elsewhere, and /docs unless -docs=false.
 func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, tokens []string, reg *prometheus.Registry, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
@@ -210,6 +211,9 @@ func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, toke
 		if o.metricsPublic {
 			hopts = append(hopts, httpapi.WithPublicMetrics())
 		}
+	}
+	if o.docs {
+		hopts = append(hopts, httpapi.WithDocs(apidocs.Handler()))
 	}
 	return httpapi.New(ps, hopts...), nil
 }

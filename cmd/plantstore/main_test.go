@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -319,5 +320,45 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("run %v left %v behind", args, entries)
 		}
+	}
+}
+
+// TestDocsFlag checks that the binary serves the API's reference at /docs,
+// without a token and with its Content-Security-Policy, and that -docs=false
+// or PLANTSTORE_DOCS=false leave /docs error 404.
+func TestDocsFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{"by default", nil, nil, true},
+		{"-docs=false", []string{"-docs=false"}, nil, false},
+		{"PLANTSTORE_DOCS=false", nil, map[string]string{"PLANTSTORE_DOCS": "false"}, false},
+		{"-docs beats PLANTSTORE_DOCS", []string{"-docs"}, map[string]string{"PLANTSTORE_DOCS": "false"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"PLANTSTORE_TOKENS": "tok"}
+			maps.Copy(env, tt.env)
+			url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0", "-db", "memory"}, tt.args...), env)
+			resp, err := http.Get(url + "/docs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			csp := resp.Header.Get("Content-Security-Policy")
+			if tt.want {
+				if resp.StatusCode != 200 || !strings.Contains(string(body), "Plant Store API reference") || !strings.Contains(csp, "default-src 'none'") {
+					t.Errorf("GET /docs without a token = %d, CSP %q, %d bytes; want 200, the page and its policy", resp.StatusCode, csp, len(body))
+				}
+				return
+			}
+			if resp.StatusCode != 400 || !strings.Contains(string(body), `"error":404`) || csp != "" {
+				t.Errorf("GET /docs = %d %s, CSP %q; want the Error 404", resp.StatusCode, body, csp)
+			}
+		})
 	}
 }
