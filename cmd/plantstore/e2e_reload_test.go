@@ -206,11 +206,15 @@ func lastLine(output, msg string) string {
 }
 
 // TestTLSVersionsAndHTTP2 checks that the HTTPS listener negotiates
-// HTTP/2, takes TLS 1.2 and refuses TLS 1.1.
+// HTTP/2, takes TLS 1.2 and refuses TLS 1.1, and that -probe finds it.
 func TestTLSVersionsAndHTTP2(t *testing.T) {
 	ca := newTestCA(t)
-	p, _ := startTLS(t, ca, "tls-token")
+	p, f := startTLS(t, ca, "tls-token")
 	addr := strings.TrimPrefix(p.URL, "https://")
+	if out, errOut, err := proctest.Run(t, binary(t), proctest.Env(), "-probe", "/healthz", "-addr", addr,
+		"-tls-cert", f.cert, "-tls-key", f.key); err != nil || !strings.HasPrefix(out, "GET https://") {
+		t.Errorf("-probe /healthz with -tls-cert: %v, stdout %q, stderr %q; want status 0 after a GET over HTTPS", err, out, errOut)
+	}
 	if s := createTLS(ca.client(false), p.URL, "tls-token", 1); s.err != nil || s.status != 200 || s.proto != 2 {
 		t.Errorf("create over HTTPS = %+v, want 200 over HTTP/2", s)
 	}
