@@ -133,10 +133,13 @@ func (s *secrets) tlsConfig() *tls.Config {
 }
 
 // watch reloads s at each signal on c, until ctx ends or the returned
-// function is called.
+// function is called; that function returns once a reload under way has
+// ended, so that none logs after the log is closed.
 func (s *secrets) watch(ctx context.Context, c <-chan os.Signal) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			select {
 			case <-ctx.Done():
@@ -146,7 +149,10 @@ func (s *secrets) watch(ctx context.Context, c <-chan os.Signal) (stop func()) {
 			}
 		}
 	}()
-	return cancel
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // reload re-reads the files of secrets the binary was given: -tls-cert
