@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -35,7 +36,8 @@ import (
 type Dispatcher struct {
 	source plantstore.Outbox
 	cfg    config
-	key    []byte
+	// key is the signing key, swapped whole by SetSecret.
+	key    atomic.Pointer[[]byte]
 	log    *slog.Logger
 	owner  string   // this Dispatcher's name in the leases it takes
 	keys   []string // the subscribers' keys in the outbox
@@ -98,11 +100,11 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 	d := &Dispatcher{
 		source: source,
 		cfg:    cfg,
-		key:    key,
 		log:    cfg.logger,
 		owner:  cfg.owner,
 		wake:   make(chan struct{}, 1),
 	}
+	d.key.Store(&key)
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -208,6 +210,24 @@ func defaultClient(concurrency int) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// SetSecret makes d sign with secret, a secret [New] would accept, from
+// now on: every attempt that starts after SetSecret returns is signed with
+// it, while an attempt already sent keeps the signature it went with. It
+// lets a program rotate the secret without stopping delivery; receivers
+// that verify with the old secret only refuse the attempts signed after
+// the swap, which are retried. It is safe for concurrent use, also while
+// [Dispatcher.Run] runs.
+//
+// Errors: [ErrSecret] as for New; d keeps its secret then.
+func (d *Dispatcher) SetSecret(secret []byte) error {
+	if err := CheckSecret(secret); err != nil {
+		return err
+	}
+	key, _ := signingKey(secret)
+	d.key.Store(&key)
+	return nil
 }
 
 // Notify makes d read the outbox now rather than at its next poll. It

@@ -2,8 +2,13 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -322,5 +327,57 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := webhook.New(webhook.NewMemoryOutbox(), []string{good, "http://127.0.0.1:8080"}, []byte("raw key bytes, 24 or more")); err != nil {
 		t.Errorf("New() with a valid config = %v", err)
+	}
+}
+
+// TestSetSecret checks that the attempts after SetSecret are signed with
+// the new secret, and that a secret New would refuse leaves the old one.
+func TestSetSecret(t *testing.T) {
+	newSecret := []byte("whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore rotated key 0123456789")))
+	var mu sync.Mutex
+	signedWith := map[int64]string{} // plant id: "old", "new" or "neither"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var p struct{ ID int64 }
+		json.Unmarshal(body, &p)
+		which := "neither"
+		if webhook.Verify(testSecret, r.Header, body, time.Now(), 0) == nil {
+			which = "old"
+		} else if webhook.Verify(newSecret, r.Header, body, time.Now(), 0) == nil {
+			which = "new"
+		}
+		mu.Lock()
+		signedWith[p.ID] = which
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	mo := webhook.NewMemoryOutbox()
+	d, _, _ := start(t, mo, []string{srv.URL})
+	ps := newPlantStore(mo, d)
+	deliver := func(id int64) {
+		t.Helper()
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "Fern"})
+		testkit.WaitUntil(t, time.Minute, fmt.Sprintf("the delivery of plant %d", id), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			_, ok := signedWith[id]
+			return ok
+		})
+	}
+	deliver(1)
+	if err := d.SetSecret([]byte("short")); !errors.Is(err, webhook.ErrSecret) {
+		t.Errorf("SetSecret(a short secret) = %v, want ErrSecret", err)
+	}
+	deliver(2)
+	if err := d.SetSecret(newSecret); err != nil {
+		t.Fatalf("SetSecret = %v", err)
+	}
+	deliver(3)
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[int64]string{1: "old", 2: "old", 3: "new"}
+	if diff := cmp.Diff(want, signedWith); diff != "" {
+		t.Errorf("secret each delivery was signed with (-want +got):\n%s", diff)
 	}
 }

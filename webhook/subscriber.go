@@ -437,7 +437,7 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 	req.Header.Set("User-Agent", "plantstore-webhook")
 	req.Header.Set(HeaderID, dl.id)
 	req.Header.Set(HeaderTimestamp, ts)
-	req.Header.Set(HeaderSignature, signature(s.d.key, dl.id, ts, dl.body))
+	req.Header.Set(HeaderSignature, signature(*s.d.key.Load(), dl.id, ts, dl.body))
 	resp, err := s.d.cfg.client.Do(req)
 	if err != nil {
 		// A *url.Error repeats the URL, which may carry credentials.

@@ -124,11 +124,12 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
        plantstore backup -db PATH -out FILE     (see plantstore backup -h)
        plantstore restore -from FILE -db PATH   (see plantstore restore -h)
 
-plantstore serves the Plant Store API over HTTP: POST /plants behind bearer
-authentication, GET and DELETE of plants, /healthz, /readyz, the API's
-reference at /docs, and signed plant-added webhooks. It stops cleanly on
-SIGINT or SIGTERM. backup copies a SQLite database while servers use it;
-restore brings a copy back.
+plantstore serves the Plant Store API over HTTP, or HTTPS with -tls-cert:
+POST /plants behind bearer authentication, GET and DELETE of plants,
+/healthz, /readyz, the API's reference at /docs, and signed plant-added
+webhooks. It stops cleanly on SIGINT or SIGTERM; SIGHUP re-reads the
+certificate, the token file and the webhook secret file. backup copies a
+SQLite database while servers use it; restore brings a copy back.
 
 Flags (each also read from the environment variable shown, when the command
 line does not give it; a repeatable flag's variable is a comma-separated list):

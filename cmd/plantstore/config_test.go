@@ -427,3 +427,20 @@ func TestSystemdUnitSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsDocumented checks that docs/operations.md's table of flags has
+// a row for every flag the binary defines.
+func TestFlagsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	o, _ := parseFlags(nil, func(string) string { return "" })
+	o.fs.VisitAll(func(f *flag.Flag) {
+		row := "\n| `-" + f.Name
+		if !strings.Contains(doc, row+"`") && !strings.Contains(doc, row+" ") {
+			t.Errorf("docs/operations.md has no row for -%s in its table of flags", f.Name)
+		}
+	})
+}

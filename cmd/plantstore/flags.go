@@ -48,8 +48,12 @@ type options struct {
 	metricsAddr   string
 	metricsPublic bool
 	// docs serves the API's reference page at /docs on -addr.
-	docs    bool
-	version bool
+	docs bool
+	// pprof serves net/http/pprof on -metrics-addr.
+	pprof bool
+	// tlsCert and tlsKey, both or neither, make -addr serve HTTPS.
+	tlsCert, tlsKey string
+	version         bool
 	// probe, when set, makes the binary ask a running server for this
 	// path instead of serving (see probe).
 	probe string
@@ -142,6 +146,9 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics on this `host:port`, without a token, instead of on -addr")
 	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "serve /metrics on -addr to anyone, without a token (it needs one by default)")
 	fs.BoolVar(&o.docs, "docs", true, "serve the API's reference page at /docs on -addr, without a token: /openapi.json rendered by Swagger UI, from files in the binary (-docs=false: error 404)")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiles (net/http/pprof) under /debug/pprof/ on -metrics-addr, which it needs; never on -addr")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` of the certificate chain -addr serves HTTPS with (needs -tls-key); SIGHUP re-reads it")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` of the private key of -tls-cert; SIGHUP re-reads it")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.probe, "probe", "", "instead of serving, GET this `path` (/readyz, /healthz) from the server at -addr and exit 0 if it answers 200: a health check for images without curl")
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
@@ -199,6 +206,9 @@ func (o *options) check() error {
 	if o.metricsPublic && o.metricsAddr != "" {
 		return o.flagError("metrics-public", errors.New("is for /metrics on -addr, and -metrics-addr moves it elsewhere"))
 	}
+	if err := o.checkPairs(); err != nil {
+		return err
+	}
 	if o.metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
 			return o.flagError("metrics-addr", err)
@@ -208,6 +218,21 @@ func (o *options) check() error {
 		if err := checkProbePath(o.probe); err != nil {
 			return o.flagError("probe", err)
 		}
+	}
+	return nil
+}
+
+// checkPairs returns a usage error, for main to exit 2, when a flag is
+// given without the one it needs: -tls-cert and -tls-key go together, and
+// -pprof serves only on -metrics-addr.
+func (o *options) checkPairs() error {
+	switch {
+	case o.tlsCert != "" && o.tlsKey == "":
+		return fmt.Errorf("%w; %w", o.flagError("tls-cert", errors.New("needs -tls-key, the file of its private key")), errBadArgs)
+	case o.tlsKey != "" && o.tlsCert == "":
+		return fmt.Errorf("%w; %w", o.flagError("tls-key", errors.New("needs -tls-cert, the file of its certificate")), errBadArgs)
+	case o.pprof && o.metricsAddr == "":
+		return fmt.Errorf("%w; %w", o.flagError("pprof", errors.New("needs -metrics-addr: profiles are served there, never on -addr")), errBadArgs)
 	}
 	return nil
 }

@@ -84,6 +84,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return probe(ctx, o, stdout)
 	}
 
+	// SIGHUP re-reads the files of secrets once serving (see
+	// secrets.reload); caught from here on, it no longer ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	logs, logger := startLogs(o, stderr)
 	for _, w := range unknownVariables(environ(), o.fs) {
 		logger.Warn(w)
@@ -101,11 +106,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The configuration's secrets are read and checked before anything
 	// is opened, and the ports are bound before the storage is: a start
 	// that fails on either creates no database and prints no token.
-	secret, err := webhookSecret(o, getenv, logger)
-	if err != nil {
-		return err
-	}
-	tokens, err := loadTokens(o.tokenFile, getenv, logger)
+	sec, err := loadSecrets(o, getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -118,25 +119,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())
-	ps, stop, err := openPlantStore(ctx, o, secret, reg, logger)
+	ps, stop, err := openPlantStore(ctx, o, sec, reg, logger)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if len(tokens) == 0 {
-		// Made up only now that everything has opened.
-		tok, err := randomToken()
-		if err != nil {
-			return err
-		}
-		tokens = []string{tok}
-		fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
+	if err := ensureToken(sec, stdout); err != nil {
+		return err
 	}
-	handler, err := newHandler(ctx, o, ps, tokens, reg, logs, logger)
+	handler, err := newHandler(ctx, o, ps, sec, reg, logs, logger)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, o, lns, handler, reg, logger, stdout)
+	defer sec.watch(ctx, hup)()
+	return serve(ctx, o, lns, handler, sec.tlsConfig(), reg, logger, stdout)
+}
+
+// ensureToken makes up a token and prints it when none is configured, so
+// that the API can be used at all. It is called only once everything has
+// opened, so that a start that fails prints none.
+func ensureToken(sec *secrets, stdout io.Writer) error {
+	if sec.hasTokens() {
+		return nil
+	}
+	tok, err := randomToken()
+	if err != nil {
+		return err
+	}
+	sec.setTokens([]string{tok})
+	fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
+	return nil
 }
 
 // startLogs starts the binary's log output to stderr and its logger.
@@ -152,7 +164,7 @@ func startLogs(o *options, stderr io.Writer) (*logWriter, *slog.Logger) {
 // openPlantStore opens the storage -db names and starts the webhooks,
 // and returns the PlantStore over them and a function that stops the
 // webhooks and closes the storage.
-func openPlantStore(ctx context.Context, o *options, secret string, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
+func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
 	hooks, err := promstats.Storage(reg)
 	if err != nil {
 		return nil, nil, err
@@ -165,7 +177,7 @@ func openPlantStore(ctx context.Context, o *options, secret string, reg *prometh
 	if err != nil {
 		return nil, nil, err
 	}
-	psOpts, stopWebhooks, err := startWebhooks(ctx, o, secret, storage, logger, reg)
+	psOpts, stopWebhooks, err := startWebhooks(ctx, o, sec, storage, logger, reg)
 	if err != nil {
 		closeStorage()
 		return nil, nil, err
@@ -177,9 +189,10 @@ func openPlantStore(ctx context.Context, o *options, secret string, reg *prometh
 }
 
 // newHandler returns the API's handler as the binary serves it on -addr:
-// with its tokens, the metrics and the access log as hooks, /metrics
-// unless -metrics-addr takes it elsewhere, and /docs unless -docs=false.
-func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, tokens []string, reg *prometheus.Registry, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
+// with the tokens of sec, which a reload may change, the metrics and the
+// access log as hooks, /metrics unless -metrics-addr takes it elsewhere,
+// and /docs unless -docs=false.
+func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
 		return nil, err
@@ -193,7 +206,7 @@ func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, toke
 		}
 	}
 	hopts := []httpapi.Option{
-		httpapi.WithTokens(tokens...),
+		httpapi.WithAuthenticator(sec),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithHooks(hooks),

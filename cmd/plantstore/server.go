@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -87,24 +89,29 @@ func newServer(o *options, h http.Handler, headerBytes int, logger *slog.Logger)
 	}
 }
 
-// serve serves handler on the API's listener, and the metrics on theirs,
-// until ctx ends; then it drains the API's requests in flight, for at most
-// -shutdown-timeout, and returns nil. A listener that fails ends it with
-// that error.
-func serve(ctx context.Context, o *options, lns *listeners, handler http.Handler, reg *prometheus.Registry, logger *slog.Logger, stdout io.Writer) error {
+// serve serves handler on the API's listener, over TLS when tlsConfig is
+// not nil, and the metrics on theirs, until ctx ends; then it drains the
+// API's requests in flight, for at most -shutdown-timeout, and returns
+// nil. A listener that fails ends it with that error.
+func serve(ctx context.Context, o *options, lns *listeners, handler http.Handler, tlsConfig *tls.Config, reg *prometheus.Registry, logger *slog.Logger, stdout io.Writer) error {
 	srv := newServer(o, handler, serverHeaderBytes, logger)
 	serveErr := make(chan error, 2)
-	var metricsSrv *http.Server
-	if lns.metrics != nil {
-		mux := http.NewServeMux()
-		mux.Handle("GET "+metricsPath, metricsHandler(reg))
-		metricsSrv = newServer(o, mux, 64<<10, logger)
-		fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", lns.metrics.Addr(), metricsPath)
-		go func() { serveErr <- metricsSrv.Serve(lns.metrics) }()
+	metricsSrv := serveMetrics(o, lns.metrics, reg, logger, stdout, serveErr)
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		srv.TLSConfig = tlsConfig
 	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", lns.api.Addr())
-	logger.Info("plantstore started", "addr", lns.api.Addr().String(), "db", redactDSN(o.db))
-	go func() { serveErr <- srv.Serve(lns.api) }()
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, lns.api.Addr())
+	logger.Info("plantstore started", "addr", lns.api.Addr().String(), "tls", tlsConfig != nil, "db", redactDSN(o.db))
+	go func() {
+		if tlsConfig != nil {
+			// The certificate comes from tlsConfig.GetCertificate.
+			serveErr <- srv.ServeTLS(lns.api, "", "")
+			return
+		}
+		serveErr <- srv.Serve(lns.api)
+	}()
 
 	select {
 	case err := <-serveErr:
@@ -132,3 +139,36 @@ func serve(ctx context.Context, o *options, lns *listeners, handler http.Handler
 	logger.Info("plantstore stopped")
 	return nil
 }
+
+// serveMetrics serves the metrics, and with -pprof the profiles, on ln,
+// sending to serveErr how serving ended, and returns its server; without
+// -metrics-addr, ln is nil and so is the server.
+func serveMetrics(o *options, ln net.Listener, reg *prometheus.Registry, logger *slog.Logger, stdout io.Writer, serveErr chan<- error) *http.Server {
+	if ln == nil {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+metricsPath, metricsHandler(reg))
+	if o.pprof {
+		// Registered here by hand: profiles show the program's insides
+		// and cost CPU, for the operator's network only. (The package's
+		// init also registers them on http.DefaultServeMux, which no
+		// server of this binary serves.)
+		mux.HandleFunc(pprofPath, pprof.Index)
+		mux.HandleFunc(pprofPath+"cmdline", pprof.Cmdline)
+		mux.HandleFunc(pprofPath+"profile", pprof.Profile)
+		mux.HandleFunc(pprofPath+"symbol", pprof.Symbol)
+		mux.HandleFunc(pprofPath+"trace", pprof.Trace)
+	}
+	srv := newServer(o, mux, 64<<10, logger)
+	fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", ln.Addr(), metricsPath)
+	if o.pprof {
+		fmt.Fprintf(stdout, "serving profiles on http://%s%s\n", ln.Addr(), pprofPath)
+	}
+	go func() { serveErr <- srv.Serve(ln) }()
+	return srv
+}
+
+// pprofPath is where -pprof serves net/http/pprof's handlers, on
+// -metrics-addr: go tool pprof http://HOST:PORT/debug/pprof/profile.
+const pprofPath = "/debug/pprof/"

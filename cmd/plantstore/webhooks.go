@@ -67,8 +67,9 @@ func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) 
 	return secret, nil
 }
 
-// startWebhooks starts delivering plant-added webhooks, signed with secret,
-// when -webhook names subscribers. Durable storage records each event in
+// startWebhooks starts delivering plant-added webhooks, signed with the
+// secret of sec, which a reload may change, when -webhook names
+// subscribers. Durable storage records each event in
 // the plant's own transaction and the state of its deliveries, which every
 // process on the same database shares by lease, at most
 // -webhook-max-pending events of them when it is set; memory storage
@@ -76,7 +77,7 @@ func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) 
 // (10,000 unless set) and -webhook-max-pending-bytes bytes of them. It returns the options the
 // PlantStore needs and a function that stops delivery. reg is the
 // binary's registry, for the delivery metrics.
-func startWebhooks(ctx context.Context, o *options, secret string, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer) (psOpts []plantstore.Option, stop func(), err error) {
+func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer) (psOpts []plantstore.Option, stop func(), err error) {
 	if len(o.webhooks) == 0 {
 		return nil, func() {}, nil
 	}
@@ -89,13 +90,16 @@ func startWebhooks(ctx context.Context, o *options, secret string, storage plant
 		psOpts = append(psOpts, plantstore.OnCreate(mo.Add))
 		source = mo
 	}
-	d, err := webhook.New(source, o.webhooks, []byte(secret),
+	sec.mu.Lock()
+	defer sec.mu.Unlock()
+	d, err := webhook.New(source, o.webhooks, []byte(sec.webhookSecret),
 		webhook.WithLease(o.webhookLease),
 		webhook.WithOwner(o.instance),
 		webhook.WithLogger(logger))
 	if err != nil {
 		return nil, nil, err
 	}
+	sec.webhooks = d
 	if err := promstats.Webhooks(reg, d); err != nil {
 		return nil, nil, err
 	}
