@@ -140,7 +140,11 @@ func errorLines(dir string, n int) string {
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		for _, line := range lines {
 			_, msg, _ := strings.Cut(line, "msg=")
-			msg, _, _ = strings.Cut(msg, " err=")
+			if q, ok := strings.CutPrefix(msg, `"`); ok {
+				msg, _, _ = strings.Cut(q, `"`)
+			} else {
+				msg, _, _ = strings.Cut(msg, " ")
+			}
 			if strings.Contains(line, "level=ERROR") && seen[msg] < 3 {
 				seen[msg]++
 				out = append(out, line)

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -12,8 +13,8 @@ import (
 )
 
 // A fault is one way the leader fails: inject does it to the cluster's
-// leader, and back tells when the cluster has a leader again: a node whose
-// Patroni answers /primary with 200, and not the one that failed (for a
+// leader, and back tells when the cluster has a leader again: a node
+// [patroniCluster.primary] finds, and not the one that failed (for a
 // postmaster killed, a new postmaster on any node will do).
 type fault struct {
 	name   string
@@ -67,8 +68,9 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// primary returns the node whose Patroni answers GET /primary with 200
-// (it holds the leader key and runs PostgreSQL as primary), or nil.
+// primary returns the node whose Patroni answers GET /primary with 200 and
+// a role of primary (it holds the leader key and its PostgreSQL runs as
+// primary, not read-only), as HAProxy's check asks, or nil.
 func (c *patroniCluster) primary() *patroniNode {
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
 	for _, n := range c.nodes {
@@ -76,8 +78,10 @@ func (c *patroniCluster) primary() *patroniNode {
 		if err != nil {
 			continue
 		}
+		var body struct{ Role string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
+		if err == nil && resp.StatusCode == 200 && (body.Role == "master" || body.Role == "primary") {
 			return n
 		}
 	}
