@@ -38,7 +38,8 @@ type daemon struct {
 }
 
 // startDaemon starts cmd in a process group of its own with its output
-// appended to log, and stops it when the test ends (see stop).
+// appended to log, and stops it when the test ends (see stop) or the test
+// process dies.
 func startDaemon(t *testing.T, name string, cmd *exec.Cmd, log string) *daemon {
 	t.Helper()
 	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -51,6 +52,9 @@ func startDaemon(t *testing.T, name string, cmd *exec.Cmd, log string) *daemon {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	// Should the test process die, SIGTERM stops the daemon (a Patroni
+	// then stops its PostgreSQL).
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -229,25 +233,6 @@ func (c *patroniCluster) members() []member {
 		resp.Body.Close()
 		if err == nil && resp.StatusCode == 200 {
 			return body.Members
-		}
-	}
-	return nil
-}
-
-// leader returns the node that leads with a running PostgreSQL, or nil.
-func (c *patroniCluster) leader() *patroniNode {
-	for _, m := range c.members() {
-		if m.Role == "leader" && m.State == "running" {
-			return c.node(m.Name)
-		}
-	}
-	return nil
-}
-
-func (c *patroniCluster) node(name string) *patroniNode {
-	for _, n := range c.nodes {
-		if n.name == name {
-			return n
 		}
 	}
 	return nil

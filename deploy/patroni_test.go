@@ -168,6 +168,9 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 // themselves, no acknowledged create may be lost, and each must reach the
 // webhook receiver; it logs the error window, the failed answers by code,
 // the answers per second in the window and the duplicate deliveries.
+//
+// It is one piece: each fault acts on the cluster and the load the one
+// before it left.
 func TestPatroniFailover(t *testing.T) {
 	start := time.Now()
 	c := startPatroniCluster(t)
