@@ -130,13 +130,23 @@ func (f *fleet) pid(t *testing.T, name string) int {
 // DOWN…).
 func (f *fleet) serverStatus(t *testing.T) map[string]string {
 	t.Helper()
-	c, err := net.Dial("unix", filepath.Join(f.dir, "haproxy.sock"))
+	status, err := haproxyStatus(filepath.Join(f.dir, "haproxy.sock"))
 	if err != nil {
-		t.Fatalf("HAProxy's stats socket: %v", err)
+		t.Fatal(err)
+	}
+	return status
+}
+
+// haproxyStatus asks the HAProxy stats socket sock for each server's
+// status (UP, DOWN…).
+func haproxyStatus(sock string) (map[string]string, error) {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("HAProxy's stats socket: %w", err)
 	}
 	defer c.Close()
 	if _, err := io.WriteString(c, "show stat\n"); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	sc := bufio.NewScanner(c)
 	var header []string
@@ -153,10 +163,7 @@ func (f *fleet) serverStatus(t *testing.T) map[string]string {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return status
+	return status, sc.Err()
 }
 
 // freePorts returns n loopback ports nothing listens on.

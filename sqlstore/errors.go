@@ -135,6 +135,12 @@ func transient(err error) bool {
 			return true
 		}
 		return state == "55P03" || // lock not available
+			// A read-only transaction: the server is a standby, or a
+			// primary that restarts read-only after a crash before it
+			// promotes itself again, as Patroni's leader does (while its
+			// /primary check still answers 200). The write was refused:
+			// nothing was kept.
+			state == "25006" ||
 			statementsLost(err)
 	}
 	if code, ok := sqliteCode(err); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/faultproxy"
 	"github.com/plantstore/plantstore/internal/testkit"
@@ -344,5 +346,31 @@ func TestStalledDatabase(t *testing.T) {
 			createSoon(plantstore.Plant{ID: 2000, Name: "after"})
 			t.Logf("during the stall: %d creates unavailable, %d of unknown outcome", len(unavailable), len(unknown))
 		})
+	}
+}
+
+// TestTransientStates checks which database errors mean "unavailable, retry
+// later" and which reject the request: a write refused by a read-only
+// server (a standby, or a crashed primary restarting read-only under
+// Patroni) is unavailable, nothing kept; a duplicate key is not.
+func TestTransientStates(t *testing.T) {
+	for _, tt := range []struct {
+		state string
+		want  bool
+	}{
+		{"25006", true}, // read_only_sql_transaction
+		{"57P01", true}, // admin_shutdown
+		{"08006", true}, // connection_failure
+		{"55P03", true}, // lock_not_available
+		{"23505", false},
+		{"42P01", false},
+	} {
+		err := fmt.Errorf("insert: %w", &pgconn.PgError{Code: tt.state})
+		if got := transient(err); got != tt.want {
+			t.Errorf("transient(SQLSTATE %s) = %v, want %v", tt.state, got, tt.want)
+		}
+		if got := errors.Is(failure(context.Background(), "create plant", err), plantstore.ErrUnavailable); got != tt.want {
+			t.Errorf("failure(SQLSTATE %s) wraps ErrUnavailable: %v, want %v", tt.state, got, tt.want)
+		}
 	}
 }

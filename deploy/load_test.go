@@ -1,0 +1,386 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/webhook"
+)
+
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// A hookReceiver is a webhook subscriber that verifies every delivery and
+// records it by its webhook-id and by the plant id in its body.
+type hookReceiver struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	byID   map[string]int // deliveries by webhook-id
+	plants map[int64]int  // deliveries by plant id
+	bad    []string
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{byID: map[string]int{}, plants: map[int64]int{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(func() {
+		h.srv.Close()
+		for _, b := range h.bad {
+			t.Errorf("webhook receiver: %s", b)
+		}
+	})
+	return h
+}
+
+func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = webhook.Verify([]byte(webhookSecret), r.Header, body, time.Now(), 0)
+	}
+	var p struct{ ID int64 }
+	if err == nil {
+		err = json.Unmarshal(body, &p)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.bad = append(h.bad, err.Error())
+		http.Error(w, "bad delivery", http.StatusBadRequest)
+		return
+	}
+	h.byID[r.Header.Get(webhook.HeaderID)]++
+	h.plants[p.ID]++
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// undelivered returns the ids of ids no delivery has named.
+func (h *hookReceiver) undelivered(ids []int64) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var missing []int64
+	for _, id := range ids {
+		if h.plants[id] == 0 {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// duplicates returns the deliveries of a webhook-id after its first, and
+// the number of deliveries.
+func (h *hookReceiver) duplicates() (dups, deliveries int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.byID {
+		dups += n - 1
+		deliveries += n
+	}
+	return dups, deliveries
+}
+
+// waitDelivered waits up to limit for every id of ids to be delivered.
+func (h *hookReceiver) waitDelivered(t *testing.T, ids []int64, limit time.Duration) {
+	t.Helper()
+	var missing []int64
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if missing = h.undelivered(ids); len(missing) == 0 {
+			return
+		}
+	}
+	t.Errorf("%d of %d acknowledged creates not delivered to the webhook receiver within %v, e.g. %v",
+		len(missing), len(ids), limit, missing[:min(len(missing), 10)])
+}
+
+// startInstances starts n plantstore processes on db, each delivering
+// webhooks to recv, with the tokens and the secret from the environment,
+// and each logging to psN.log in dir.
+func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir string) []*testkit.Process {
+	t.Helper()
+	bin := testkit.Build(t, "../cmd/plantstore")
+	var procs []*testkit.Process
+	for i := range n {
+		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("ps%d.log", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		// A lease of 5 s, not 30: a delivery whose claim was committed but
+		// whose answer was lost in a failover is sent again sooner.
+		cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", db, "-webhook", recv.srv.URL+"/hooks",
+			"-webhook-lease", "5s", "-log-level", "warn")
+		cmd.Env = testkit.Env("PLANTSTORE_TOKENS="+token, "PLANTSTORE_WEBHOOK_SECRET="+webhookSecret)
+		cmd.Stderr = log
+		procs = append(procs, testkit.StartCmd(t, cmd))
+	}
+	return procs
+}
+
+// errorLines returns the lines at level ERROR of the instances' logs in
+// dir, a few of each message, or else the last lines of each.
+func errorLines(dir string, n int) string {
+	var out, last []string
+	seen := map[string]int{}
+	for i := range n {
+		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("ps%d.log", i+1)))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		for _, line := range lines {
+			_, msg, _ := strings.Cut(line, "msg=")
+			if q, ok := strings.CutPrefix(msg, `"`); ok {
+				msg, _, _ = strings.Cut(q, `"`)
+			} else {
+				msg, _, _ = strings.Cut(msg, " ")
+			}
+			if strings.Contains(line, "level=ERROR") && seen[msg] < 3 {
+				seen[msg]++
+				out = append(out, line)
+			}
+		}
+		last = append(last, lines[max(0, len(lines)-3):]...)
+	}
+	if len(out) == 0 {
+		return "no line at level ERROR; the last lines:\n" + strings.Join(last, "\n")
+	}
+	return strings.Join(out, "\n")
+}
+
+// An answer is what one create got: 200, the Error code of a failure (503,
+// 504…), or 0 for none (a broken connection, a timeout).
+type answer struct {
+	at         time.Time
+	code       int
+	retryAfter bool // a Retry-After header came with it
+}
+
+// A load drives creates of unique ids at the instances from several
+// goroutines, each create to the next instance in turn, and records every
+// answer and every acknowledged id.
+type load struct {
+	urls []string
+	next atomic.Int64
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	answers []answer
+	acked   []int64
+	// okSent is, per instance, when the last create it acknowledged was
+	// sent.
+	okSent []time.Time
+	// odd holds the first few answers other than 200, 503 and 504, whole.
+	odd []string
+}
+
+var loadClient = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
+}
+
+// startLoad starts workers goroutines creating plants at the instances.
+func startLoad(t *testing.T, procs []*testkit.Process, workers int) *load {
+	l := &load{stop: make(chan struct{}), okSent: make([]time.Time, len(procs))}
+	for _, p := range procs {
+		l.urls = append(l.urls, p.URL)
+	}
+	for range workers {
+		l.wg.Go(l.work)
+	}
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *load) work() {
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		id := l.next.Add(1)
+		i := int(id) % len(l.urls)
+		sent := time.Now()
+		code, retryAfter, raw := createPlant(l.urls[i], id)
+		l.mu.Lock()
+		if code != 200 && code != 503 && code != 504 && len(l.odd) < 5 {
+			l.odd = append(l.odd, fmt.Sprintf("create %d at %s: %s", id, l.urls[i], raw))
+		}
+		l.answers = append(l.answers, answer{at: time.Now(), code: code, retryAfter: retryAfter})
+		if code == 200 {
+			l.acked = append(l.acked, id)
+			if sent.After(l.okSent[i]) {
+				l.okSent[i] = sent
+			}
+		}
+		l.mu.Unlock()
+	}
+}
+
+// halt stops the load and waits for the creates in flight.
+func (l *load) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
+// createPlant posts plant id and returns the answer's code, whether it
+// came with Retry-After, and the answer or error as text.
+func createPlant(url string, id int64) (code int, retryAfter bool, raw string) {
+	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := loadClient.Do(req)
+	if err != nil {
+		return 0, false, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false, err.Error()
+	}
+	raw = fmt.Sprintf("%d %s", resp.StatusCode, body)
+	if resp.StatusCode == 200 {
+		return 200, false, raw
+	}
+	var e struct{ Error int }
+	if json.Unmarshal(body, &e) != nil || e.Error == 0 {
+		return resp.StatusCode, false, raw
+	}
+	return e.Error, resp.Header.Get("Retry-After") != "", raw
+}
+
+// ackedIDs returns the ids acknowledged so far.
+func (l *load) ackedIDs() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.acked)
+}
+
+// waitAcked waits up to limit for n more creates to be acknowledged.
+func (l *load) waitAcked(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	want := len(l.ackedIDs()) + n
+	testkit.WaitUntil(t, limit, fmt.Sprintf("%d more creates acknowledged", n), func() bool { return len(l.ackedIDs()) >= want })
+}
+
+// allAckSince tells whether every instance has acknowledged a create sent
+// after at.
+func (l *load) allAckSince(at time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.okSent {
+		if !s.After(at) {
+			return false
+		}
+	}
+	return true
+}
+
+// A window describes the answers around a fault: from the first non-200
+// answer to the last.
+type window struct {
+	answers, failed int
+	first, last     time.Time   // zero when nothing failed
+	codes           map[int]int // non-200 answers by code
+	retryAfter      int         // error 503 answers with Retry-After
+	perSecond       []string    // each second of the window: answers by code
+}
+
+// window summarizes the answers received in [from, to).
+func (l *load) window(from, to time.Time) window {
+	l.mu.Lock()
+	var in []answer
+	for _, a := range l.answers {
+		if !a.at.Before(from) && a.at.Before(to) {
+			in = append(in, a)
+		}
+	}
+	l.mu.Unlock()
+	w := window{answers: len(in), codes: map[int]int{}}
+	for _, a := range in {
+		if a.code == 200 {
+			continue
+		}
+		w.failed++
+		w.codes[a.code]++
+		if a.code == 503 && a.retryAfter {
+			w.retryAfter++
+		}
+		if w.first.IsZero() || a.at.Before(w.first) {
+			w.first = a.at
+		}
+		if a.at.After(w.last) {
+			w.last = a.at
+		}
+	}
+	if w.failed == 0 {
+		return w
+	}
+	seconds := int(w.last.Sub(w.first)/time.Second) + 1
+	buckets := make([]map[int]int, seconds)
+	for i := range buckets {
+		buckets[i] = map[int]int{}
+	}
+	for _, a := range in {
+		if s := int(a.at.Sub(w.first) / time.Second); !a.at.Before(w.first) && s < seconds {
+			buckets[s][a.code]++
+		}
+	}
+	for i, b := range buckets {
+		w.perSecond = append(w.perSecond, fmt.Sprintf("+%ds %s", i, codeCounts(b)))
+	}
+	return w
+}
+
+// codeCounts formats answers by code: "200×812 503×40 none×2".
+func codeCounts(m map[int]int) string {
+	var codes []int
+	for c := range m {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	var parts []string
+	for _, c := range codes {
+		name := fmt.Sprint(c)
+		if c == 0 {
+			name = "none"
+		}
+		parts = append(parts, fmt.Sprintf("%s×%d", name, m[c]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkStored checks that every id of ids is stored, reading them all
+// through the instance at url.
+func checkStored(t *testing.T, url string, ids []int64) (lost int) {
+	t.Helper()
+	stored := listAll(t, url)
+	for _, id := range ids {
+		if stored[id] != fmt.Sprint("plant-", id) {
+			lost++
+			if lost <= 10 {
+				t.Errorf("create %d was acknowledged but is not stored", id)
+			}
+		}
+	}
+	return lost
+}

@@ -1,0 +1,473 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The Patroni cluster's timing (deploy/patroni/patroni.yml says why): shorter
+// than Patroni's defaults (30, 10, 10) so that the test's failovers are quick.
+const (
+	patroniTTL          = 10
+	patroniLoopWait     = 2
+	patroniRetryTimeout = 4
+)
+
+// pgBinDir holds PostgreSQL's server programs.
+const pgBinDir = "/usr/lib/postgresql/15/bin"
+
+// A daemon is a long-running process the test started.
+type daemon struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+// startDaemon starts cmd in a process group of its own with its output
+// appended to log, and stops it when the test ends (see stop) or the test
+// process dies.
+func startDaemon(t *testing.T, name string, cmd *exec.Cmd, log string) *daemon {
+	t.Helper()
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	// Should the test process die, SIGTERM stops the daemon (a Patroni
+	// then stops its PostgreSQL).
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	d := &daemon{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() { d.stop(t, 30*time.Second) })
+	return d
+}
+
+// stop sends SIGTERM and waits up to grace for the process to exit, then
+// SIGKILLs it. It does nothing to a process that has exited.
+func (d *daemon) stop(t *testing.T, grace time.Duration) {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(grace):
+		t.Logf("%s did not exit within %v of SIGTERM: SIGKILL", d.name, grace)
+		d.cmd.Process.Kill()
+		<-d.exited
+	}
+}
+
+// alive tells whether the process still runs.
+func (d *daemon) alive() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// tail returns the end of the daemon's log, for failure messages.
+func (d *daemon) tail() string {
+	b, _ := os.ReadFile(d.log)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// postgresCredential returns the credential to run PostgreSQL, Patroni and
+// PgBouncer as: the postgres user's when the test runs as root, which they
+// refuse to run as, else nil (the test's own user). It skips the test when
+// running as root without a postgres user.
+func postgresCredential(t *testing.T) *syscall.Credential {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		t.Skipf("SKIPPING: running as root, and there is no postgres user to run PostgreSQL as: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// placeholder is a ${NAME} in a template of deploy/patroni, as envsubst
+// would fill it.
+var placeholder = regexp.MustCompile(`\$\{[A-Z][A-Z0-9_]*\}`)
+
+// render fills the ${…} placeholders of the template deploy/patroni/name from vars
+// and writes the result to dst. A variable missing from vars fails the
+// test, so that a template and the test cannot drift apart unnoticed.
+func render(t *testing.T, name, dst string, vars map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("patroni", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	out := placeholder.ReplaceAllStringFunc(string(b), func(p string) string {
+		k := p[2 : len(p)-1]
+		v, ok := vars[k]
+		if !ok {
+			missing = append(missing, k)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		t.Fatalf("deploy/patroni/%s uses %v, which the test does not set", name, missing)
+	}
+	if err := os.WriteFile(dst, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A patroniNode is one PostgreSQL node under Patroni.
+type patroniNode struct {
+	name     string
+	dir      string // owned by the postgres user: data, socket, config
+	cfg      string
+	restPort string
+	pgPort   string
+	cred     *syscall.Credential
+
+	mu      sync.Mutex
+	patroni *daemon
+}
+
+// start starts the node's Patroni, which starts its PostgreSQL.
+func (n *patroniNode) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("patroni", n.cfg)
+	cmd.Dir = n.dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8", "HOME=" + n.dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
+	d := startDaemon(t, "patroni "+n.name, cmd, filepath.Join(n.dir, "patroni.log"))
+	n.mu.Lock()
+	n.patroni = d
+	n.mu.Unlock()
+}
+
+// daemon returns the node's latest Patroni process.
+func (n *patroniNode) daemon() *daemon {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.patroni
+}
+
+// postmasterPID returns the pid of the node's running postmaster, or 0.
+func (n *patroniNode) postmasterPID() int {
+	b, err := os.ReadFile(filepath.Join(n.dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// stopPostgres stops a postmaster left running once Patroni is gone (after
+// a SIGKILL of Patroni, or a Patroni that did not stop it): the test
+// started it, through Patroni.
+func (n *patroniNode) stopPostgres(t *testing.T) {
+	if n.postmasterPID() == 0 {
+		return
+	}
+	cmd := exec.Command(filepath.Join(pgBinDir, "pg_ctl"), "stop", "-D", filepath.Join(n.dir, "data"), "-m", "immediate", "-w", "-t", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("pg_ctl stop on %s: %v\n%s", n.name, err, out)
+	}
+}
+
+// A member is one node as Patroni's GET /cluster describes it.
+type member struct {
+	Name  string
+	Role  string // leader, replica, sync_standby
+	State string // running, streaming, starting, stopped…
+}
+
+// members asks the Patroni of any node that answers for the cluster's
+// members, and returns nil when none answers.
+func (c *patroniCluster) members() []member {
+	hc := &http.Client{Timeout: time.Second}
+	for _, n := range c.nodes {
+		resp, err := hc.Get("http://127.0.0.1:" + n.restPort + "/cluster")
+		if err != nil {
+			continue
+		}
+		var body struct{ Members []member }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode == 200 {
+			return body.Members
+		}
+	}
+	return nil
+}
+
+// healthy tells whether all three nodes run, one as the leader, one as its
+// synchronous standby, and HAProxy sends to the leader and nothing else.
+func (c *patroniCluster) healthy() (bool, string) {
+	ms := c.members()
+	var leader string
+	sync, running := 0, 0
+	for _, m := range ms {
+		if m.State == "running" || m.State == "streaming" {
+			running++
+		}
+		switch m.Role {
+		case "leader":
+			leader = m.Name
+		case "sync_standby":
+			sync++
+		}
+	}
+	st, err := haproxyStatus(filepath.Join(c.dir, "haproxy.sock"))
+	desc := fmt.Sprintf("members %+v; HAProxy %v %v", ms, st, err)
+	if leader == "" || running != 3 || sync == 0 || err != nil {
+		return false, desc
+	}
+	for _, n := range c.nodes {
+		if want := n.name == leader; (st[n.name] == "UP") != want {
+			return false, desc
+		}
+	}
+	return true, desc
+}
+
+// waitHealthy waits up to limit for the cluster to be healthy.
+func (c *patroniCluster) waitHealthy(t *testing.T, limit time.Duration) {
+	t.Helper()
+	var desc string
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var ok bool
+		if ok, desc = c.healthy(); ok {
+			return
+		}
+	}
+	c.logTails(t)
+	t.Fatalf("the Patroni cluster is not healthy after %v: %s", limit, desc)
+}
+
+// logTails logs the end of each daemon's log, for a failure to be looked
+// into.
+func (c *patroniCluster) logTails(t *testing.T) {
+	for _, n := range c.nodes {
+		t.Logf("--- %s's Patroni log:\n%s", n.name, n.daemon().tail())
+	}
+	for _, d := range c.daemons {
+		t.Logf("--- %s's log:\n%s", d.name, d.tail())
+	}
+}
+
+// A patroniCluster is etcd, three Patroni nodes, HAProxy to the leader and
+// PgBouncer in front of HAProxy, from the templates in deploy/patroni.
+type patroniCluster struct {
+	dir     string
+	nodes   []*patroniNode
+	daemons []*daemon // etcd, HAProxy, PgBouncer
+	cfg     string    // a node's Patroni configuration, for patronictl
+	dbURL   string    // plantstore's -db: PgBouncer's plants database
+}
+
+// requirePatroniTools skips the test, saying why, when a program the
+// cluster needs is missing.
+func requirePatroniTools(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd, three PostgreSQL nodes under Patroni, HAProxy, PgBouncer and plantstore; skipped in -short mode")
+	}
+	for _, prog := range []string{"patroni", "patronictl", "etcd", "haproxy", "pgbouncer"} {
+		if _, err := exec.LookPath(sbin(prog)); err != nil {
+			t.Skipf("SKIPPING: %s is not installed (Debian: apt-get install patroni etcd-server etcd-client haproxy pgbouncer)", prog)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(pgBinDir, "initdb")); err != nil {
+		t.Skipf("SKIPPING: no PostgreSQL 15 server programs: %v", err)
+	}
+}
+
+// sbin returns prog, or /usr/sbin/prog where Debian puts HAProxy and
+// PgBouncer when /usr/sbin is not in $PATH (a user other than root).
+func sbin(prog string) string {
+	if _, err := exec.LookPath(prog); err != nil {
+		if _, err := os.Stat("/usr/sbin/" + prog); err == nil {
+			return "/usr/sbin/" + prog
+		}
+	}
+	return prog
+}
+
+// startPatroniCluster starts the cluster on free loopback ports in a
+// temporary directory, waits until it is healthy, and stops it all when
+// the test ends: PgBouncer, HAProxy, each Patroni (which stops its
+// PostgreSQL), a PostgreSQL a dead Patroni left, then etcd.
+func startPatroniCluster(t *testing.T) *patroniCluster {
+	t.Helper()
+	requirePatroniTools(t)
+	cred := postgresCredential(t)
+	dir, err := os.MkdirTemp("", "patroni-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PLANTSTORE_KEEP_PATRONI=1 keeps the directory and its logs.
+	t.Cleanup(func() {
+		if os.Getenv("PLANTSTORE_KEEP_PATRONI") == "" {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("kept %s", dir)
+		}
+	})
+	chownPostgres(t, dir, cred)
+	ports := freePorts(t, 10)
+	vars := map[string]string{
+		"DIR": dir, "ETCD_CLIENT_PORT": ports[0], "ETCD_PEER_PORT": ports[1],
+		"HAPROXY_PG_PORT": ports[8], "PGBOUNCER_PORT": ports[9], "PG_BIN": pgBinDir,
+		"TTL": strconv.Itoa(patroniTTL), "LOOP_WAIT": strconv.Itoa(patroniLoopWait),
+		"RETRY_TIMEOUT":      strconv.Itoa(patroniRetryTimeout),
+		"SUPERUSER_PASSWORD": "super-" + token, "REPLICATION_PASSWORD": "repl-" + token,
+		"PLANTSTORE_DB_PASSWORD": "db-" + token,
+	}
+	c := &patroniCluster{dir: dir}
+	for i := range 3 {
+		n := &patroniNode{name: fmt.Sprint("pg", i+1), pgPort: ports[2+2*i], restPort: ports[3+2*i], cred: cred}
+		n.dir = filepath.Join(dir, n.name)
+		vars[strings.ToUpper(n.name)+"_PORT"] = n.pgPort
+		vars[strings.ToUpper(n.name)+"_REST_PORT"] = n.restPort
+		c.nodes = append(c.nodes, n)
+	}
+	c.startEtcd(t, vars)
+	for _, n := range c.nodes {
+		c.startNode(t, n, vars)
+	}
+	c.cfg = c.nodes[0].cfg
+	c.startHAProxy(t, vars)
+	c.startPgBouncer(t, vars, cred)
+	c.dbURL = fmt.Sprintf("postgres://plantstore:%s@127.0.0.1:%s/plants?sslmode=disable&connect_timeout=2",
+		vars["PLANTSTORE_DB_PASSWORD"], vars["PGBOUNCER_PORT"])
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t)
+		}
+	})
+	c.waitHealthy(t, 3*time.Minute)
+	return c
+}
+
+// chownPostgres gives path to the user PostgreSQL runs as.
+func chownPostgres(t *testing.T, path string, cred *syscall.Credential) {
+	t.Helper()
+	if cred == nil {
+		return
+	}
+	if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startEtcd starts etcd and waits until it answers /health.
+func (c *patroniCluster) startEtcd(t *testing.T, vars map[string]string) {
+	t.Helper()
+	cfg := filepath.Join(c.dir, "etcd.yml")
+	render(t, "etcd.yml", cfg, vars)
+	d := startDaemon(t, "etcd", exec.Command("etcd", "--config-file", cfg), filepath.Join(c.dir, "etcd.log"))
+	c.daemons = append(c.daemons, d)
+	hc := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !d.alive() {
+			t.Fatalf("etcd exited:\n%s", d.tail())
+		}
+		resp, err := hc.Get("http://127.0.0.1:" + vars["ETCD_CLIENT_PORT"] + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+	}
+	t.Fatalf("etcd does not answer /health:\n%s", d.tail())
+}
+
+// startNode writes a node's Patroni configuration and starts its Patroni.
+func (c *patroniCluster) startNode(t *testing.T, n *patroniNode, vars map[string]string) {
+	t.Helper()
+	if err := os.Mkdir(n.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chownPostgres(t, n.dir, n.cred)
+	nv := map[string]string{"NODE": n.name, "NODE_DIR": n.dir, "REST_PORT": n.restPort, "PG_PORT": n.pgPort, "ETCD_PORT": vars["ETCD_CLIENT_PORT"]}
+	for k, v := range vars {
+		nv[k] = v
+	}
+	n.cfg = filepath.Join(c.dir, n.name+".yml")
+	render(t, "patroni.yml", n.cfg, nv)
+	// Registered first, so that it runs after Patroni has been stopped.
+	t.Cleanup(func() { n.stopPostgres(t) })
+	n.start(t)
+}
+
+// startHAProxy checks and starts HAProxy to the leader.
+func (c *patroniCluster) startHAProxy(t *testing.T, vars map[string]string) {
+	t.Helper()
+	cfg := filepath.Join(c.dir, "haproxy.cfg")
+	render(t, "haproxy.cfg", cfg, vars)
+	if out, err := exec.Command(sbin("haproxy"), "-c", "-q", "-f", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("HAProxy refuses deploy/patroni/haproxy.cfg: %v\n%s", err, out)
+	}
+	c.daemons = append(c.daemons, startDaemon(t, "haproxy", exec.Command(sbin("haproxy"), "-f", cfg), filepath.Join(c.dir, "haproxy.log")))
+}
+
+// startPgBouncer starts PgBouncer and waits until it accepts connections.
+func (c *patroniCluster) startPgBouncer(t *testing.T, vars map[string]string, cred *syscall.Credential) {
+	t.Helper()
+	ini := filepath.Join(c.dir, "pgbouncer.ini")
+	render(t, "pgbouncer.ini", ini, vars)
+	render(t, "userlist.txt", filepath.Join(c.dir, "userlist.txt"), vars)
+	cmd := exec.Command(sbin("pgbouncer"), ini)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	d := startDaemon(t, "pgbouncer", cmd, filepath.Join(c.dir, "pgbouncer.out"))
+	c.daemons = append(c.daemons, d)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", "127.0.0.1:"+vars["PGBOUNCER_PORT"]); err == nil {
+			conn.Close()
+			return
+		}
+		if !d.alive() || time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(c.dir, "pgbouncer.log"))
+			t.Fatalf("PgBouncer does not accept connections:\n%s\n%s", d.tail(), log)
+		}
+	}
+}
