@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,6 +166,7 @@ type answer struct {
 	at         time.Time
 	code       int
 	retryAfter bool // a Retry-After header came with it
+	patient    bool // from a worker that honours Retry-After
 }
 
 // A load drives creates of unique ids at the instances from several
@@ -191,19 +194,24 @@ var loadClient = &http.Client{
 }
 
 // startLoad starts workers goroutines creating plants at the instances.
+// Half of them are patient: after an error 503 with Retry-After they wait
+// as long as it says, plus up to half of that again at random, as the
+// client package does; the others send their next create at once, so
+// that a window's answers show what Retry-After saves the database.
 func startLoad(t *testing.T, procs []*testkit.Process, workers int) *load {
 	l := &load{stop: make(chan struct{}), okSent: make([]time.Time, len(procs))}
 	for _, p := range procs {
 		l.urls = append(l.urls, p.URL)
 	}
-	for range workers {
-		l.wg.Go(l.work)
+	for w := range workers {
+		patient := w%2 == 1
+		l.wg.Go(func() { l.work(patient) })
 	}
 	t.Cleanup(l.halt)
 	return l
 }
 
-func (l *load) work() {
+func (l *load) work(patient bool) {
 	for {
 		select {
 		case <-l.stop:
@@ -214,11 +222,18 @@ func (l *load) work() {
 		i := int(id) % len(l.urls)
 		sent := time.Now()
 		code, retryAfter, raw := createPlant(l.urls[i], id)
+		if patient && code == 503 && retryAfter > 0 {
+			wait := time.Duration(retryAfter) * time.Second
+			select {
+			case <-time.After(wait + rand.N(wait/2)):
+			case <-l.stop:
+			}
+		}
 		l.mu.Lock()
 		if code != 200 && code != 503 && code != 504 && len(l.odd) < 5 {
 			l.odd = append(l.odd, fmt.Sprintf("create %d at %s: %s", id, l.urls[i], raw))
 		}
-		l.answers = append(l.answers, answer{at: time.Now(), code: code, retryAfter: retryAfter})
+		l.answers = append(l.answers, answer{at: time.Now(), code: code, retryAfter: retryAfter > 0, patient: patient})
 		if code == 200 {
 			l.acked = append(l.acked, id)
 			if sent.After(l.okSent[i]) {
@@ -240,29 +255,30 @@ func (l *load) halt() {
 }
 
 // createPlant posts plant id and returns the answer's code, whether it
-// came with Retry-After, and the answer or error as text.
-func createPlant(url string, id int64) (code int, retryAfter bool, raw string) {
+// came with Retry-After, its seconds (0 without), and the answer or error as text.
+func createPlant(url string, id int64) (code, retryAfter int, raw string) {
 	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := loadClient.Do(req)
 	if err != nil {
-		return 0, false, err.Error()
+		return 0, 0, err.Error()
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, false, err.Error()
+		return 0, 0, err.Error()
 	}
 	raw = fmt.Sprintf("%d %s", resp.StatusCode, body)
 	if resp.StatusCode == 200 {
-		return 200, false, raw
+		return 200, 0, raw
 	}
 	var e struct{ Error int }
 	if json.Unmarshal(body, &e) != nil || e.Error == 0 {
-		return resp.StatusCode, false, raw
+		return resp.StatusCode, 0, raw
 	}
-	return e.Error, resp.Header.Get("Retry-After") != "", raw
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return e.Error, ra, raw
 }
 
 // ackedIDs returns the ids acknowledged so far.
@@ -299,7 +315,10 @@ type window struct {
 	first, last     time.Time   // zero when nothing failed
 	codes           map[int]int // non-200 answers by code
 	retryAfter      int         // error 503 answers with Retry-After
-	perSecond       []string    // each second of the window: answers by code
+	// failedEager and failedPatient count the answers other than 200 to
+	// the workers that retry at once and to those that honour Retry-After.
+	failedEager, failedPatient int
+	perSecond                  []string // each second of the window: answers by code
 }
 
 // window summarizes the answers received in [from, to).
@@ -319,6 +338,11 @@ func (l *load) window(from, to time.Time) window {
 		}
 		w.failed++
 		w.codes[a.code]++
+		if a.patient {
+			w.failedPatient++
+		} else {
+			w.failedEager++
+		}
 		if a.code == 503 && a.retryAfter {
 			w.retryAfter++
 		}

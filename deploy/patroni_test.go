@@ -212,5 +212,7 @@ func logFault(t *testing.T, r faultReport) {
 		patroniTTL, patroniLoopWait, span, w.failed, w.answers, codeCounts(w.codes), w.retryAfter, r.acked, r.lost, r.duplicates)
 	if len(w.perSecond) > 0 {
 		t.Logf("  answers per second in the window: %s", strings.Join(w.perSecond, "; "))
+		t.Logf("  answers not 200 in the window: %d to the 8 clients that retry at once, %d to the 8 that honour Retry-After",
+			w.failedEager, w.failedPatient)
 	}
 }
