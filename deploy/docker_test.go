@@ -92,6 +92,7 @@ func execForm(t *testing.T, what, s string) []string {
 //
 // It is one piece: each check reads the Dockerfile the first parsed, and the binary the build made.
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the server; skipped in -short mode")
 	}

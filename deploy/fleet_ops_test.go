@@ -28,6 +28,7 @@ import (
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFleetRestartsOneInstance(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)
 	before := f.pid(t, "ps2")
@@ -125,6 +126,7 @@ func TestFleetRestartsOneInstance(t *testing.T) {
 // own when plantstore would keep it, else a UUID HAProxy makes; and that
 // HAProxy's own answers carry one too.
 func TestHAProxyRequestID(t *testing.T) {
+	t.Parallel()
 	f := startMemoryFleet(t)
 	tests := []struct {
 		name   string
@@ -182,6 +184,7 @@ func TestHAProxyRequestID(t *testing.T) {
 // second start reuses them; HAProxy's log keeps the first run's lines; and
 // restart refuses an instance the fleet does not have.
 func TestFleetScriptSettings(t *testing.T) {
+	t.Parallel()
 	f := startMemoryFleet(t)
 	printed := regexp.MustCompile(`plantstore fleet: (http://\S+) -> ps1=(\S+) ps2=(\S+) ps3=(\S+);`).FindStringSubmatch(f.started)
 	if printed == nil {

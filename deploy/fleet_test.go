@@ -264,6 +264,7 @@ type outcome struct {
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestInstanceKilledUnderLoad(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)
 

@@ -161,6 +161,7 @@ func runFault(t *testing.T, c *patroniCluster, l *load, recv *hookReceiver, inst
 // It is one piece: each fault acts on the cluster and the load the one
 // before it left.
 func TestPatroniFailover(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := startPatroniCluster(t)
 	t.Logf("cluster healthy %v after the start", time.Since(start).Round(100*time.Millisecond))

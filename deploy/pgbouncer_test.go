@@ -73,6 +73,7 @@ func waitOutboxEmpty(t *testing.T, db *sql.DB, limit time.Duration) {
 // acknowledged and stored, and delivered to the webhook receiver exactly
 // once.
 func TestFleetThroughPgBouncer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts PgBouncer and two plantstore processes; skipped in -short mode")
 	}
