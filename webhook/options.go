@@ -35,6 +35,7 @@ type config struct {
 	lease          time.Duration
 	statsInterval  time.Duration
 	logger         *slog.Logger
+	hooks          Hooks
 }
 
 // WithClient makes the Dispatcher send deliveries with c. The default
