@@ -53,4 +53,3 @@ func TestRoutedHook(t *testing.T) {
 		}
 	}
 }
-

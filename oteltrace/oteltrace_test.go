@@ -200,4 +200,3 @@ func linksTo(from, to sdktrace.ReadOnlySpan) bool {
 	}
 	return false
 }
-
