@@ -51,6 +51,12 @@ func openStore(t testing.TB, hooks sqlstore.Hooks) *sqlstore.Store {
 	return s
 }
 
+// newUntracedHandler returns the API over s, as newHandler does, without
+// tracing.
+func newUntracedHandler(s plantstore.Storage) http.Handler {
+	return httpapi.New(plantstore.New(s), httpapi.WithTokens(token), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
+}
+
 // newHandler returns the API over s, traced as a host traces it: the
 // handler inside otelhttp's, with the hooks of HTTP.
 func newHandler(tp trace.TracerProvider, s plantstore.Storage) http.Handler {
