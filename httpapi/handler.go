@@ -155,6 +155,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawPath != "" {
 		r = escapedRoute(r)
 	}
+	if h.hooks.Routed != nil {
+		h.hooks.Routed(r.Context(), routeOf(r.URL.Path), r.Method)
+	}
 	if h.accessLog != nil || h.hooks.Served != nil {
 		h.serveLogged(w, r)
 		return

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,13 +9,19 @@ import (
 )
 
 // Hooks are told what the handler does, so that a caller can count and
-// time it (package promstats does, for Prometheus). The handler calls the
-// funcs that are not nil, on the request's goroutine; they must be safe
-// for concurrent use, and quick, for the answer waits for them. With no
-// Hooks the handler does none of this work, and reads no clock for it.
+// time it (package promstats does, for Prometheus) or trace it (package
+// oteltrace does, for OpenTelemetry). The handler calls the funcs that are
+// not nil, on the request's goroutine; they must be safe for concurrent
+// use, and quick, for the answer waits for them. With no Hooks the handler
+// does none of this work, and reads no clock for it.
 type Hooks struct {
 	// Served is called once a request has been answered.
 	Served func(Served)
+	// Routed is called as a request reaches the handler, before it is
+	// served, with the request's context, the Route its path matches and
+	// its method: a tracer names the request's span after the route, so
+	// that no span is named after a path a client made up.
+	Routed func(ctx context.Context, route Route, method string)
 }
 
 // WithHooks makes the handler call h. Later WithHooks replace earlier.
@@ -41,6 +48,9 @@ type Served struct {
 	// time from then to the end of its answer.
 	Start    time.Time
 	Duration time.Duration
+	// Context is the request's context, for what a hook reads of it,
+	// such as the request's span.
+	Context context.Context
 }
 
 // A Route is one of the route patterns the handler serves, or RouteOther,
@@ -109,6 +119,10 @@ var routeLabels, routePatterns, apiRoutes = func() (labels []string, patterns []
 	return labels, patterns, routes
 }()
 
+// RouteOf returns the Route that path, relative to the handler, matches:
+// what [Served] and [Hooks.Routed] report for a request of that path.
+func RouteOf(path string) Route { return routeOf(path) }
+
 // routeOf returns the Route path matches.
 func routeOf(path string) Route {
 	for i := 1; i < len(routePatterns); i++ {
@@ -161,5 +175,6 @@ func (h *handler) served(r *http.Request, rec *accessRecorder, start, end time.T
 		RequestID: RequestID(r.Context()),
 		Start:     start,
 		Duration:  end.Sub(start),
+		Context:   r.Context(),
 	})
 }

@@ -17,6 +17,7 @@ var errNoTimeLeft = fmt.Errorf("sqlstore: create plant: too little time left to 
 
 // A createReq is one Create waiting for the committer.
 type createReq struct {
+	ctx      context.Context // the caller's, for the Batch hook
 	plant    plantstore.Plant
 	deadline time.Time  // by when the caller must have its answer
 	done     chan error // buffered: the committer never waits on a caller
@@ -37,7 +38,8 @@ type createReq struct {
 // cannot be reached, when the batch failed as a whole before committing, or
 // after [Store.Close]; the context's error; any other failure, wrapped.
 func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
-	defer s.done(OpCreate, s.start(), &err)
+	ctx, track := s.track(ctx, OpCreate)
+	defer track.done(&err)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlstore: create plant: %w", err)
 	}
@@ -55,7 +57,7 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 		defer s.unlockWrites()
 		return s.insert(dctx, ctx, []*createReq{{plant: p}})[0]
 	}
-	r := &createReq{plant: p, deadline: time.Now().Add(s.cfg.timeout), done: make(chan error, 1)}
+	r := &createReq{ctx: ctx, plant: p, deadline: time.Now().Add(s.cfg.timeout), done: make(chan error, 1)}
 	wait := time.NewTimer(s.cfg.timeout)
 	defer wait.Stop()
 	select {
@@ -193,6 +195,7 @@ func (s *Store) commitBatch(batch []*createReq) {
 		return
 	}
 	batch = kept
+	end := s.batchStarted(batch)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var errs []error
@@ -208,6 +211,9 @@ func (s *Store) commitBatch(batch []*createReq) {
 		// database has not answered, which is unavailability.
 		errs = s.insert(ctx, context.Background(), batch)
 		s.unlockWrites()
+	}
+	if end != nil {
+		end(batchOutcome(errs))
 	}
 	for i, r := range batch {
 		r.done <- errs[i]

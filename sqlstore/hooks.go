@@ -13,6 +13,10 @@ import (
 // that are not nil, on the goroutine of the call that did the work; they
 // must be safe for concurrent use, and quick. With no Hooks the Store does
 // none of this work, and reads no clock for it.
+//
+// Done and Committed count and time; Start and Batch carry a context, so
+// that a tracer can give each operation and each group-commit transaction
+// a span under the caller's (package oteltrace does, for OpenTelemetry).
 type Hooks struct {
 	// Done is called when an operation returns, with how long it took,
 	// whatever its outcome; a Create's time includes its wait for the
@@ -23,6 +27,21 @@ type Hooks struct {
 	// transaction's start to its commit's answer. It is called on the
 	// committer's goroutine: the next batch waits for it.
 	Committed func(creates int, took time.Duration)
+	// Start is called as an operation begins, with the caller's context.
+	// The operation goes on with the context it returns, which must not
+	// be nil, and end, unless nil, is called once, as the operation
+	// returns, with its outcome (after Done). A Create's context is the
+	// one its group-commit transaction's Batch is given.
+	Start func(ctx context.Context, op Op) (_ context.Context, end func(Outcome))
+	// Batch is called as the committer begins a group-commit transaction,
+	// with the contexts of the Creates it stores, as Start returned them
+	// (or as their callers gave them, without Start), in the order they
+	// came; joined is the Store's again once Batch returns. end, unless
+	// nil, is called once the transaction has ended, with its outcome: OK
+	// when it committed, whatever conflicts it found. Both are called on
+	// the committer's goroutine: the next batch waits for them. Creates of
+	// a Store opened [WithoutGroupCommit] join no batch.
+	Batch func(joined []context.Context) (end func(Outcome))
 }
 
 // WithHooks makes the Store call h. Later WithHooks replace earlier.
@@ -119,19 +138,68 @@ func outcomeOf(err error) Outcome {
 	return Failed
 }
 
-// start returns the time an operation starts, or the zero time when no
-// hook would read it, to spare the clock.
-func (s *Store) start() time.Time {
-	if s.cfg.hooks.Done == nil {
-		return time.Time{}
-	}
-	return time.Now()
+// An opTrack is what the hooks need of an operation, from track to done.
+type opTrack struct {
+	s     *Store
+	op    Op
+	start time.Time     // zero unless Done is set, to spare the clock
+	end   func(Outcome) // from Start, or nil
 }
 
-// done calls the Done hook for an operation o that started at start and
-// returned *errp. It is meant to be deferred.
-func (s *Store) done(o Op, start time.Time, errp *error) {
+// track begins operation o for the hooks and returns the context it goes
+// on with: ctx, unless Start gives another. Without hooks it does nothing.
+func (s *Store) track(ctx context.Context, o Op) (context.Context, opTrack) {
+	t := opTrack{s: s, op: o}
 	if s.cfg.hooks.Done != nil {
-		s.cfg.hooks.Done(o, time.Since(start), outcomeOf(*errp))
+		t.start = time.Now()
 	}
+	if s.cfg.hooks.Start != nil {
+		if c, end := s.cfg.hooks.Start(ctx, o); c != nil {
+			ctx, t.end = c, end
+		}
+	}
+	return ctx, t
+}
+
+// done calls the Done hook and Start's end, if any, for an operation that
+// returned *errp. It is meant to be deferred.
+func (t opTrack) done(errp *error) {
+	done := t.s.cfg.hooks.Done
+	if done == nil && t.end == nil {
+		return
+	}
+	k := outcomeOf(*errp)
+	if done != nil {
+		done(t.op, time.Since(t.start), k)
+	}
+	if t.end != nil {
+		t.end(k)
+	}
+}
+
+// batchStarted calls the Batch hook, if any, for the Creates of batch,
+// and returns its end, or nil.
+func (s *Store) batchStarted(batch []*createReq) func(Outcome) {
+	if s.cfg.hooks.Batch == nil {
+		return nil
+	}
+	joined := s.joined[:0]
+	for _, r := range batch {
+		joined = append(joined, r.ctx)
+	}
+	end := s.cfg.hooks.Batch(joined)
+	clear(joined) // keep no caller's context past its Create
+	s.joined = joined[:0]
+	return end
+}
+
+// batchOutcome is the Outcome of a group-commit transaction whose Creates
+// were answered errs: that of its first failure, conflicts aside.
+func batchOutcome(errs []error) Outcome {
+	for _, err := range errs {
+		if k := outcomeOf(err); k != OK {
+			return k
+		}
+	}
+	return OK
 }

@@ -96,6 +96,16 @@ func TestHooks(t *testing.T) {
 				"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
 				"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
 			}
+			// The committer calls Committed after it has answered the
+			// batch's Creates: the last one may not have been told yet.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				rec.mu.Lock()
+				n := rec.batches
+				rec.mu.Unlock()
+				if n >= 3 || time.Now().After(deadline) {
+					break
+				}
+			}
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if diff := cmp.Diff(want, rec.done); diff != "" {

@@ -134,7 +134,8 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx) (int64, error) {
 // process: the processes sharing a database need clocks that agree to
 // well within a lease.
 func (s *Store) Claim(ctx context.Context, subscriber, owner string, until time.Time, limit int) (_ []plantstore.Delivery, err error) {
-	defer s.done(OpClaimEvents, s.start(), &err)
+	ctx, track := s.track(ctx, OpClaimEvents)
+	defer track.done(&err)
 	if subscriber == "" || owner == "" {
 		return nil, errOwner
 	}
@@ -309,7 +310,8 @@ func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []p
 // statements for each 256 deliveries: one deletes the deliveries, the
 // other the events left without any.
 func (s *Store) Ack(ctx context.Context, subscriber string, seqs []int64) (err error) {
-	defer s.done(OpAckEvents, s.start(), &err)
+	ctx, track := s.track(ctx, OpAckEvents)
+	defer track.done(&err)
 	if subscriber == "" {
 		return errOwner
 	}

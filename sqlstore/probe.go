@@ -39,7 +39,8 @@ const probePad = 64 << 10
 // cannot be committed, within the Store's timeout (see [WithTimeout]),
 // whatever the reason; the context's error when ctx ends first.
 func (s *Store) ProbeWrite(ctx context.Context) (err error) {
-	defer s.done(OpProbeWrite, s.start(), &err)
+	ctx, track := s.track(ctx, OpProbeWrite)
+	defer track.done(&err)
 	if err := s.probeWrite(ctx); err != nil {
 		err = failure(ctx, "probe write", err)
 		if ctx.Err() == nil && !errors.Is(err, plantstore.ErrUnavailable) {

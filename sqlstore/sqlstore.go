@@ -200,7 +200,8 @@ type Store struct {
 	stmtMu      sync.Mutex
 	insertStmts map[int]*sql.Stmt
 
-	reqs      chan *createReq // to the committer; unbuffered
+	reqs      chan *createReq   // to the committer; unbuffered
+	joined    []context.Context // the committer's, for the Batch hook
 	closed    chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
@@ -288,7 +289,8 @@ func (s *Store) Close() error {
 // Ping implements [plantstore.Pinger]: it returns nil when the database
 // answers, or an error wrapping [plantstore.ErrUnavailable].
 func (s *Store) Ping(ctx context.Context) (err error) {
-	defer s.done(OpPing, s.start(), &err)
+	ctx, track := s.track(ctx, OpPing)
+	defer track.done(&err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.db.PingContext(dctx); err != nil {
@@ -299,7 +301,8 @@ func (s *Store) Ping(ctx context.Context) (err error) {
 
 // Plant implements [plantstore.Storage.Plant].
 func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err error) {
-	defer s.done(OpRead, s.start(), &err)
+	ctx, track := s.track(ctx, OpRead)
+	defer track.done(&err)
 	var (
 		name string
 		tag  sql.NullString
@@ -319,7 +322,8 @@ func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err er
 // List implements [plantstore.Storage.List]. It reads limit rows of the
 // primary key index from from on.
 func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore.Plant, err error) {
-	defer s.done(OpList, s.start(), &err)
+	ctx, track := s.track(ctx, OpList)
+	defer track.done(&err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	rows, err := s.db.QueryContext(dctx, s.q.list, from, limit)
@@ -349,7 +353,8 @@ func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore
 // wrapping [plantstore.ErrOutcomeUnknown] when the connection was lost
 // while its COMMIT was in flight.
 func (s *Store) Delete(ctx context.Context, id int64) (err error) {
-	defer s.done(OpDelete, s.start(), &err)
+	ctx, track := s.track(ctx, OpDelete)
+	defer track.done(&err)
 	dctx, cancel := s.bounded(ctx)
 	defer cancel()
 	if err := s.lockWrites(dctx); err != nil {

@@ -36,6 +36,7 @@ type config struct {
 	owner          string
 	statsInterval  time.Duration
 	logger         *slog.Logger
+	hooks          Hooks
 }
 
 // WithClient makes the Dispatcher send deliveries with c. The default

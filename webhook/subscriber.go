@@ -438,6 +438,26 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 	req.Header.Set(HeaderID, dl.id)
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, signature(*s.d.key.Load(), dl.id, ts, dl.body))
+	hook := s.d.cfg.hooks.Attempt
+	if hook == nil {
+		_, err := s.post(ctx, req)
+		return err
+	}
+	a := Attempt{Subscriber: s.idx, Origin: s.name, MessageID: dl.id, PlantID: dl.ev.Plant.ID, Number: dl.attempts + 1}
+	hctx, end := hook(ctx, a, req.Header)
+	if hctx != nil && hctx != ctx {
+		ctx, req = hctx, req.WithContext(hctx)
+	}
+	status, err := s.post(ctx, req)
+	if end != nil {
+		end(status, err)
+	}
+	return err
+}
+
+// post sends req and returns the response's status, 0 when none came, and
+// nil for a 2xx.
+func (s *subscriber) post(ctx context.Context, req *http.Request) (int, error) {
 	resp, err := s.d.cfg.client.Do(req)
 	if err != nil {
 		// A *url.Error repeats the URL, which may carry credentials.
@@ -450,9 +470,9 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 			// short prefix at debug level.
 			s.d.log.DebugContext(ctx, "webhook: malformed response", "subscriber_index", s.idx,
 				"length", len(text), "prefix", escapedPrefix(text))
-			return fmt.Errorf("webhook: malformed HTTP response (%d bytes)", len(text))
+			return 0, fmt.Errorf("webhook: malformed HTTP response (%d bytes)", len(text))
 		}
-		return err
+		return 0, err
 	}
 	var head [responsePrefix]byte
 	n, _ := io.ReadFull(resp.Body, head[:])
@@ -463,9 +483,9 @@ func (s *subscriber) attempt(ctx context.Context, dl *delivery) error {
 			s.d.log.DebugContext(ctx, "webhook: failed response", "subscriber_index", s.idx,
 				"status", resp.StatusCode, "prefix", escapedPrefix(string(head[:n])))
 		}
-		return fmt.Errorf("webhook: response status %d, %d bytes", resp.StatusCode, int64(n)+rest)
+		return resp.StatusCode, fmt.Errorf("webhook: response status %d, %d bytes", resp.StatusCode, int64(n)+rest)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // responsePrefix is how many bytes of a subscriber's failed or malformed

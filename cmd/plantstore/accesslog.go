@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,13 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plantstore/plantstore/httpapi"
 )
 
 // An accessLog writes the binary's access lines, one per request it is
 // told of: the record a slog.Logger would make of LogAttrs(ctx, Info,
-// "request", method, path, status, duration, request_id and, unless 0,
-// error), in the text or JSON form of -log-format, byte for byte as
+// "request", method, path, status, duration, request_id, trace_id when
+// traceIDs is set and the request has a valid span context, and, unless
+// 0, error), in the text or JSON form of -log-format, byte for byte as
 // slog.TextHandler or slog.JSONHandler writes it, with the request's end
 // as its time.
 //
@@ -37,6 +41,8 @@ type accessLog struct {
 	handler slog.Handler // for the lines with bytes to quote
 	// probe marks the Routes of /healthz and /readyz.
 	probe [256]bool
+	// traceIDs adds the request's trace id, when tracing is on.
+	traceIDs bool
 }
 
 func newAccessLog(w io.Writer, json bool, handler slog.Handler) *accessLog {
@@ -77,6 +83,11 @@ func (l *accessLog) served(s httpapi.Served) {
 		b = append(b, `,"request_id":"`...)
 		b = append(b, s.RequestID...)
 		b = append(b, '"')
+		if tid, ok := l.traceID(s); ok {
+			b = append(b, `,"trace_id":"`...)
+			b = hex.AppendEncode(b, tid[:])
+			b = append(b, '"')
+		}
 		if s.Code != 0 {
 			b = append(b, `,"error":`...)
 			b = strconv.AppendInt(b, int64(s.Code), 10)
@@ -95,6 +106,10 @@ func (l *accessLog) served(s httpapi.Served) {
 		b = append(b, s.Duration.String()...)
 		b = append(b, " request_id="...)
 		b = append(b, s.RequestID...)
+		if tid, ok := l.traceID(s); ok {
+			b = append(b, " trace_id="...)
+			b = hex.AppendEncode(b, tid[:])
+		}
 		if s.Code != 0 {
 			b = append(b, " error="...)
 			b = strconv.AppendInt(b, int64(s.Code), 10)
@@ -120,10 +135,23 @@ func (l *accessLog) record(s httpapi.Served, level slog.Level) {
 		slog.Duration("duration", s.Duration),
 		slog.String("request_id", s.RequestID),
 	)
+	if tid, ok := l.traceID(s); ok {
+		r.AddAttrs(slog.String("trace_id", tid.String()))
+	}
 	if s.Code != 0 {
 		r.AddAttrs(slog.Int("error", s.Code))
 	}
 	l.handler.Handle(context.Background(), r)
+}
+
+// traceID returns the trace id of s's request, when l logs them and the
+// request has a valid span context.
+func (l *accessLog) traceID(s httpapi.Served) (trace.TraceID, bool) {
+	if !l.traceIDs || s.Context == nil {
+		return trace.TraceID{}, false
+	}
+	sc := trace.SpanContextFromContext(s.Context)
+	return sc.TraceID(), sc.IsValid()
 }
 
 // plain reports whether s is not empty and holds only bytes that neither

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	be "encoding/binary"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore/httpapi"
 )
@@ -30,7 +33,10 @@ func TestAccessLogAsSlogWritesIt(t *testing.T) {
 			handler, reference = slog.NewTextHandler(&got, nil), slog.NewTextHandler(&want, nil)
 		}
 		l := newAccessLog(&got, json, handler)
-		for i := range 5000 {
+		for i := range 10000 {
+			// Half the lines are of a binary that traces, for requests
+			// with a valid span context, an invalid one, or none.
+			l.traceIDs = i%2 == 1
 			s := httpapi.Served{
 				Method: pick("GET", "POST", "DELETE", "HEAD", "OPTIONS", "BREW", "", "G\"T"),
 				Path: pick("/plants", "/plants/42", "/plants/-9223372036854775808", "/", "", "/a b", "/a=b",
@@ -44,10 +50,23 @@ func TestAccessLogAsSlogWritesIt(t *testing.T) {
 			if i%7 == 0 {
 				s.Duration = time.Duration(rng.IntN(3)) * time.Millisecond
 			}
+			var tid trace.TraceID
+			switch rng.IntN(3) {
+			case 0:
+				be.BigEndian.PutUint64(tid[:8], rng.Uint64())
+				be.BigEndian.PutUint64(tid[8:], rng.Uint64()|1) // not zero: valid
+				s.Context = trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+					TraceID: tid, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}}))
+			case 1:
+				s.Context = context.Background()
+			}
 			l.served(s)
 			r := slog.NewRecord(s.Start.Add(s.Duration), slog.LevelInfo, "request", 0)
 			r.AddAttrs(slog.String("method", s.Method), slog.String("path", s.Path), slog.Int("status", s.Status),
 				slog.Duration("duration", s.Duration), slog.String("request_id", s.RequestID))
+			if l.traceIDs && tid.IsValid() {
+				r.AddAttrs(slog.String("trace_id", tid.String()))
+			}
 			if s.Code != 0 {
 				r.AddAttrs(slog.Int("error", s.Code))
 			}

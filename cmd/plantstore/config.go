@@ -153,6 +153,10 @@ line does not give it; a repeatable flag's variable is a comma-separated list):
 Environment, besides the flags' variables:
   PLANTSTORE_TOKENS          accepted bearer tokens, comma-separated (with -token-file's)
   PLANTSTORE_WEBHOOK_SECRET  the webhook signing secret (-webhook-secret-file wins)
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+                             turn tracing on, as -otlp-endpoint does (which wins)
+  OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...
+                             the OpenTelemetry SDK's own (docs/operations.md#tracing)
 
 Examples:
   PLANTSTORE_TOKENS=s3cret plantstore -db memory

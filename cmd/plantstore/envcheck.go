@@ -23,6 +23,8 @@ var projectVariables = map[string]string{
 	"PLANTSTORE_ROBUSTNESS_DURATION":  "tests: how long each linearizability run lasts",
 	"PLANTSTORE_ROBUSTNESS_OUT":       "tests: where a failed linearizability check writes its visualization",
 	"PLANTSTORE_KEEP_FLEET":           "deploy's fleet test: keep the fleet's files",
+	"PLANTSTORE_KEEP_PATRONI":         "deploy's Patroni test: keep its directory and logs",
+	"PLANTSTORE_DB_PASSWORD":          "deploy/patroni's templates: the plantstore role's password",
 	"PLANTSTORE_TEST_PG_BINDIR":       "tests: where internal/pgtest finds PostgreSQL's programs",
 	"PLANTSTORE_ARTIFACTS":            "tests: where apidocs' browser test leaves its screenshot of /docs",
 }

@@ -74,6 +74,9 @@ type options struct {
 	// webhookMaxPendingBytes bounds the in-memory outbox of memory storage.
 	webhookMaxPending      int
 	webhookMaxPendingBytes int64
+	// otlpEndpoint, when set, is the OTLP/HTTP receiver spans are
+	// exported to (see startTracing).
+	otlpEndpoint string
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -154,6 +157,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.webhookLease, "webhook-lease", webhook.DefaultLease, "how long a claimed webhook delivery waits for this process before another process on the same database may send it")
 	fs.IntVar(&o.webhookMaxPending, "webhook-max-pending", 0, "the most webhook `events` kept undelivered; past it the oldest are dropped (0: 10000 with -db memory, no bound with a database)")
 	fs.Int64Var(&o.webhookMaxPendingBytes, "webhook-max-pending-bytes", webhook.DefaultMaxPendingBytes, "with -db memory, the most `bytes` of webhook events kept undelivered; past it the oldest are dropped")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to the receiver at this `URL` (http://collector:4318; spans go to its /v1/traces); off unless this or OTEL_EXPORTER_OTLP_ENDPOINT is set")
 }
 
 // check returns a *flagError for the first option whose value the binary
@@ -212,6 +216,11 @@ func (o *options) check() error {
 	if o.metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
 			return o.flagError("metrics-addr", err)
+		}
+	}
+	if o.otlpEndpoint != "" {
+		if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+			return o.flagError("otlp-endpoint", err)
 		}
 	}
 	if o.probe != "" {

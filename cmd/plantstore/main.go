@@ -19,12 +19,15 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/apidocs"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/oteltrace"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/sqlstore"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 func main() {
@@ -117,9 +120,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer lns.close()
 	o.instance = instanceName(lns.api.Addr())
 
+	// Flushed last, once the requests and the deliveries have ended.
+	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := newRegistry()
 	reg.MustRegister(logs.droppedCounter())
-	ps, stop, err := openPlantStore(ctx, o, sec, reg, logger)
+	ps, stop, err := openPlantStore(ctx, o, sec, reg, tp, logger)
 	if err != nil {
 		return err
 	}
@@ -127,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := ensureToken(sec, stdout); err != nil {
 		return err
 	}
-	handler, err := newHandler(ctx, o, ps, sec, reg, logs, logger)
+	handler, err := newHandler(ctx, o, ps, sec, reg, tp, logs, logger)
 	if err != nil {
 		return err
 	}
@@ -163,11 +172,17 @@ func startLogs(o *options, stderr io.Writer) (*logWriter, *slog.Logger) {
 
 // openPlantStore opens the storage -db names and starts the webhooks,
 // and returns the PlantStore over them and a function that stops the
-// webhooks and closes the storage.
-func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
+// webhooks and closes the storage. tp, unless nil, traces them.
+func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
 	hooks, err := promstats.Storage(reg)
 	if err != nil {
 		return nil, nil, err
+	}
+	var wopts []webhook.Option
+	if tp != nil {
+		spans := oteltrace.Storage(tp)
+		hooks.Start, hooks.Batch = spans.Start, spans.Batch
+		wopts = append(wopts, webhook.WithHooks(oteltrace.Webhooks(tp)))
 	}
 	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(hooks)}
 	if len(o.webhooks) > 0 {
@@ -177,7 +192,7 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 	if err != nil {
 		return nil, nil, err
 	}
-	psOpts, stopWebhooks, err := startWebhooks(ctx, o, sec, storage, logger, reg)
+	psOpts, stopWebhooks, err := startWebhooks(ctx, o, sec, storage, logger, reg, wopts...)
 	if err != nil {
 		closeStorage()
 		return nil, nil, err
@@ -191,14 +206,19 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 // newHandler returns the API's handler as the binary serves it on -addr:
 // with the tokens of sec, which a reload may change, the metrics and the
 // access log as hooks, /metrics unless -metrics-addr takes it elsewhere,
-// and /docs unless -docs=false.
-func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
+// and /docs unless -docs=false; inside otelhttp's handler when tp traces
+// it.
+func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
 		return nil, err
 	}
+	if tp != nil {
+		hooks.Routed = oteltrace.HTTP().Routed
+	}
 	if logger.Enabled(ctx, slog.LevelInfo) {
 		access := newAccessLog(logs, o.logFormat == "json", logger.Handler())
+		access.traceIDs = tp != nil
 		metrics := hooks.Served
 		hooks.Served = func(s httpapi.Served) {
 			metrics(s)
@@ -228,5 +248,8 @@ func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec 
 	if o.docs {
 		hopts = append(hopts, httpapi.WithDocs(apidocs.Handler()))
 	}
-	return httpapi.New(ps, hopts...), nil
+	if tp == nil {
+		return httpapi.New(ps, hopts...), nil
+	}
+	return traced(httpapi.New(ps, hopts...), tp), nil
 }

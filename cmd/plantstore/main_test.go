@@ -179,6 +179,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{name: "negative shutdown timeout", args: []string{"-db", "memory", "-shutdown-timeout", "-5s"}, wantErr: errNegative, wantFlag: "shutdown-timeout"},
 		{name: "CORS origin with a path", args: []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, wantFlag: "cors-origin"},
 		{name: "metrics address without a port", args: []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, wantFlag: "metrics-addr"},
+		{name: "OTLP endpoint without a scheme", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "collector:4318"}, wantErr: errOTLPEndpoint, wantFlag: "otlp-endpoint"},
+		{name: "OTLP endpoint with a query", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "http://collector:4318/?x=1"}, wantErr: errOTLPQuery, wantFlag: "otlp-endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

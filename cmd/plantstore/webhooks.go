@@ -76,8 +76,9 @@ func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) 
 // keeps pending deliveries in memory, at most -webhook-max-pending events
 // (10,000 unless set) and -webhook-max-pending-bytes bytes of them. It returns the options the
 // PlantStore needs and a function that stops delivery. reg is the
-// binary's registry, for the delivery metrics.
-func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer) (psOpts []plantstore.Option, stop func(), err error) {
+// binary's registry, for the delivery metrics; wopts add to the
+// Dispatcher's options.
+func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer, wopts ...webhook.Option) (psOpts []plantstore.Option, stop func(), err error) {
 	if len(o.webhooks) == 0 {
 		return nil, func() {}, nil
 	}
@@ -92,10 +93,10 @@ func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plants
 	}
 	sec.mu.Lock()
 	defer sec.mu.Unlock()
-	d, err := webhook.New(source, o.webhooks, []byte(sec.webhookSecret),
+	d, err := webhook.New(source, o.webhooks, []byte(sec.webhookSecret), append([]webhook.Option{
 		webhook.WithLease(o.webhookLease),
 		webhook.WithOwner(o.instance),
-		webhook.WithLogger(logger))
+		webhook.WithLogger(logger)}, wopts...)...)
 	if err != nil {
 		return nil, nil, err
 	}

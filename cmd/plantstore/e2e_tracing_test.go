@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+)
+
+// An otlpReceiver is an OTLP/HTTP receiver of traces on loopback: it keeps
+// every span POSTed to /v1/traces, with its service's name.
+type otlpReceiver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services map[string]bool
+	problems []string
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	rc := &otlpReceiver{services: map[string]bool{}}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(body, &req)
+		}
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if r.Method != "POST" || r.URL.Path != "/v1/traces" || err != nil {
+			rc.problems = append(rc.problems, fmt.Sprintf("%s %s %s: %v", r.Method, r.URL.Path, r.Header.Get("Content-Type"), err))
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, kv := range rs.GetResource().GetAttributes() {
+				if kv.Key == "service.name" {
+					rc.services[kv.Value.GetStringValue()] = true
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Write(b)
+	}))
+	t.Cleanup(func() {
+		rc.srv.Close()
+		for _, p := range rc.problems {
+			t.Errorf("OTLP receiver: %s", p)
+		}
+	})
+	return rc
+}
+
+// find returns the spans received named name.
+func (rc *otlpReceiver) find(name string) []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var found []*tracepb.Span
+	for _, s := range rc.spans {
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	return found
+}
+
+// TestRunExportsTraces runs the binary with -otlp-endpoint at a receiver
+// of its own and a webhook subscriber, creates a plant and reads it back,
+// each request with a traceparent, and checks the spans the receiver
+// gets, the traceparent the subscriber gets, and the access lines'
+// trace_id.
+func TestRunExportsTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binary")
+	}
+	otlp := newOTLPReceiver(t)
+	var mu sync.Mutex
+	var delivered []string // the traceparent of each delivery
+	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		delivered = append(delivered, r.Header.Get("traceparent"))
+	}))
+	defer sub.Close()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := testkit.Start(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+secret,
+		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=plantstore-e2e"),
+		"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "traced.db"), "-log-format", "json",
+		"-otlp-endpoint", otlp.srv.URL, "-webhook", sub.URL+"/hook")
+
+	const traceID, postParent, getParent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "00f067aa0ba902b8"
+	send := func(method, path, body, parent string) {
+		req, _ := http.NewRequest(method, p.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+procToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", "00-"+traceID+"-"+parent+"-01")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		}
+	}
+	send("POST", "/plants", `{"id":918273,"name":"Fern"}`, postParent)
+	send("GET", "/plants/918273", "", getParent)
+
+	names := []string{"POST /plants", "GET /plants/{id}", "storage.create", "storage.read", "storage.commit_batch", "webhook.attempt"}
+	testkit.WaitUntil(t, 30*time.Second, "the spans and the delivery", func() bool {
+		mu.Lock()
+		n := len(delivered)
+		mu.Unlock()
+		for _, name := range names {
+			if len(otlp.find(name)) == 0 {
+				return false
+			}
+		}
+		return n > 0
+	})
+	if err := p.Stop(t); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	checkRequestSpans(t, otlp, traceID, postParent, getParent)
+	attempt := otlp.find("webhook.attempt")[0]
+	mu.Lock()
+	want := "00-" + hex.EncodeToString(attempt.TraceId) + "-" + hex.EncodeToString(attempt.SpanId) + "-01"
+	if delivered[0] != want {
+		t.Errorf("the subscriber received traceparent %q, want the attempt span's %q", delivered[0], want)
+	}
+	mu.Unlock()
+	if !otlp.services["plantstore-e2e"] {
+		t.Errorf("services %v, want OTEL_SERVICE_NAME's plantstore-e2e", otlp.services)
+	}
+	for _, line := range strings.Split(p.Stderr.String(), "\n") {
+		if strings.Contains(line, `"msg":"request"`) && !strings.Contains(line, `"trace_id":"`+traceID+`"`) {
+			t.Errorf("access line without the trace id: %s", line)
+		}
+	}
+	if !strings.Contains(p.Stderr.String(), `"msg":"request","method":"GET","path":"/plants/918273"`) {
+		t.Errorf("no access line of the GET:\n%s", p.Stderr)
+	}
+}
+
+// checkRequestSpans checks the server and storage spans of the two
+// requests of TestRunExportsTraces.
+func checkRequestSpans(t *testing.T, otlp *otlpReceiver, traceID, postParent, getParent string) {
+	t.Helper()
+	post, get := otlp.find("POST /plants")[0], otlp.find("GET /plants/{id}")[0]
+	for _, c := range []struct {
+		span   *tracepb.Span
+		parent string
+	}{{post, postParent}, {get, getParent}} {
+		s := c.span
+		if hex.EncodeToString(s.TraceId) != traceID || hex.EncodeToString(s.ParentSpanId) != c.parent || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+			t.Errorf("%s: trace %x, parent %x, kind %v; want a server span in trace %s, child of %s",
+				s.Name, s.TraceId, s.ParentSpanId, s.Kind, traceID, c.parent)
+		}
+	}
+	otlp.mu.Lock()
+	defer otlp.mu.Unlock()
+	for _, s := range otlp.spans {
+		for _, kv := range s.Attributes {
+			v := fmt.Sprint(kv.Value)
+			if strings.Contains(v, procToken) || strings.Contains(v, "/plants/918273") || strings.Contains(strings.ToLower(kv.Key), "authorization") {
+				t.Errorf("span %q: attribute %s = %s", s.Name, kv.Key, v)
+			}
+		}
+	}
+	parentOf := map[string]*tracepb.Span{}
+	for _, s := range otlp.spans {
+		parentOf[string(s.SpanId)] = s
+	}
+	for child, parent := range map[string]*tracepb.Span{"storage.create": post, "storage.read": get} {
+		for _, s := range otlp.spans {
+			if s.Name == child && (string(s.ParentSpanId) != string(parent.SpanId) || string(s.TraceId) != string(parent.TraceId)) {
+				t.Errorf("%s is not a child of %s", child, parent.Name)
+			}
+		}
+	}
+	for _, s := range otlp.spans {
+		if s.Name == "storage.commit_batch" {
+			if p := parentOf[string(s.ParentSpanId)]; p == nil || p.Name != "storage.create" || hex.EncodeToString(s.TraceId) != traceID {
+				t.Errorf("storage.commit_batch: trace %x, parent %v; want a child of storage.create in trace %s", s.TraceId, p, traceID)
+			}
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+)
+
+// TestProgram starts the example with OTEL_EXPORTER_OTLP_ENDPOINT at a
+// receiver of the test's, creates a plant through the API under /api/,
+// stops it with SIGTERM, and checks that the spans it flushed are the
+// request's, named after the API's route, and its storage call's.
+func TestProgram(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string]bool{}
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+			t.Errorf("export %s: not an ExportTraceServiceRequest", r.URL.Path)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					names[s.Name] = true
+				}
+			}
+		}
+	}))
+	defer otlp.Close()
+	p := testkit.Start(t, testkit.Build(t, "."), testkit.Env("PLANTSTORE_ADDR=127.0.0.1:0", "OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL))
+	req, _ := http.NewRequest("POST", p.URL+"/api/plants", strings.NewReader(`{"id":1,"name":"Monstera"}`))
+	req.Header.Set("Authorization", "Bearer alice-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST /api/plants: %d", resp.StatusCode)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, p.Stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"POST /plants", "storage.create", "storage.commit_batch"} {
+		if !names[name] {
+			t.Errorf("no span %q among those flushed at exit: %v", name, names)
+		}
+	}
+}
