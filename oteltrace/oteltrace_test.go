@@ -94,7 +94,7 @@ func TestRequestSpans(t *testing.T) {
 	for _, s := range spans {
 		byName[s.Name()] = s
 		for _, kv := range s.Attributes() {
-			if v := kv.Value.Emit(); strings.Contains(v, token) || strings.Contains(v, "/plants/4242") {
+			if v := kv.Value.String(); strings.Contains(v, token) || strings.Contains(v, "/plants/4242") {
 				t.Errorf("span %q: attribute %s = %q", s.Name(), kv.Key, v)
 			}
 		}
@@ -126,7 +126,7 @@ func TestRequestSpans(t *testing.T) {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
