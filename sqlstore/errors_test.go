@@ -354,6 +354,7 @@ func TestStalledDatabase(t *testing.T) {
 // server (a standby, or a crashed primary restarting read-only under
 // Patroni) is unavailable, nothing kept; a duplicate key is not.
 func TestTransientStates(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		state string
 		want  bool

@@ -19,6 +19,7 @@ type ctxKey struct{}
 // context Start returned, its end is told its outcome once, and every
 // Create reaches a batch with that context, each in exactly one batch.
 func TestContextHooks(t *testing.T) {
+	t.Parallel()
 	db, _ := sqliteBackend.newDB(t)
 	var (
 		mu      sync.Mutex

@@ -69,6 +69,10 @@ func (s *Store) FanOut(ctx context.Context, subscribers []string, limit int) (in
 	if len(subscribers) == 0 || limit <= 0 {
 		return 0, nil
 	}
+	// A subscriber named twice has one delivery of each event; on SQLite
+	// the count of events is that of the rows inserted over that of the
+	// subscribers.
+	subscribers = slices.Compact(slices.Sorted(slices.Values(subscribers)))
 	args := make([]any, 0, 1+len(subscribers))
 	args = append(args, limit)
 	for _, sub := range subscribers {

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -12,6 +11,13 @@ import (
 
 	"github.com/plantstore/plantstore"
 )
+
+// The Outbox contract itself (fan-out, claims, leases, retries, acks,
+// Depth, concurrent owners on one Store) is checked by storagetest.Run, in
+// TestStorage. The tests here check what is this package's own: no events
+// without WithOutbox, several Stores on separate *sql.DBs sharing one
+// outbox as processes do (FOR UPDATE SKIP LOCKED on PostgreSQL, SQLite's
+// file lock), the rows left, and WithOutboxMaxPending.
 
 // allEvents returns every event in s's outbox, by ascending seq.
 func allEvents(t *testing.T, s *Store) []plantstore.Event {
@@ -41,62 +47,6 @@ func allEvents(t *testing.T, s *Store) []plantstore.Event {
 		events = append(events, byseq[seq])
 	}
 	return events
-}
-
-func TestOutboxRecordsEvents(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends {
-		for _, mode := range []struct {
-			name string
-			opts []Option
-		}{
-			{"group", []Option{WithOutbox()}},
-			{"single", []Option{WithOutbox(), WithoutGroupCommit()}},
-		} {
-			t.Run(be.name+"/mode="+mode.name, func(t *testing.T) {
-				db, _ := be.newDB(t)
-				s := openStore(t, db, be.dialect, mode.opts...)
-				ctx := context.Background()
-				before := time.Now().Add(-time.Second)
-				plants := []plantstore.Plant{
-					{ID: 3, Name: "Fern"},
-					{ID: 1, Name: "Aloe", Tag: "succulent", HasTag: true},
-					{ID: 2, Name: "Ivy", HasTag: true},
-				}
-				for _, p := range plants {
-					if err := s.Create(ctx, p); err != nil {
-						t.Fatalf("Create(%+v) = %v", p, err)
-					}
-				}
-				if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "taken"}); !errors.Is(err, plantstore.ErrConflict) {
-					t.Fatalf("Create of a taken id = %v, want ErrConflict", err)
-				}
-				cancelled, cancel := context.WithCancel(ctx)
-				cancel()
-				if err := s.Create(cancelled, plantstore.Plant{ID: 4, Name: "cancelled"}); !errors.Is(err, context.Canceled) {
-					t.Fatalf("Create with a cancelled context = %v, want context.Canceled", err)
-				}
-
-				events := allEvents(t, s)
-				var got []plantstore.Plant
-				for i, e := range events {
-					got = append(got, e.Plant)
-					if i > 0 && e.Seq <= events[i-1].Seq {
-						t.Errorf("events out of order: seq %d after %d", e.Seq, events[i-1].Seq)
-					}
-					if e.Time.Before(before) || e.Time.After(time.Now().Add(time.Second)) {
-						t.Errorf("event %d time %v is not around now", e.Seq, e.Time)
-					}
-				}
-				if diff := cmp.Diff(plants, got); diff != "" {
-					t.Fatalf("events mismatch: one per created plant, none for the failed Creates (-want +got):\n%s", diff)
-				}
-				if n, err := s.Depth(ctx); err != nil || n != len(plants) {
-					t.Errorf("Depth() = %d, %v, want %d", n, err, len(plants))
-				}
-			})
-		}
-	}
 }
 
 func TestNoOutboxRecordsNoEvents(t *testing.T) {
@@ -131,178 +81,6 @@ func claimSeqs(t *testing.T, s *Store, sub, owner string, until time.Time, limit
 		seqs = append(seqs, d.Seq)
 	}
 	return seqs
-}
-
-// TestOutboxClaimLeaseAck walks the delivery state of five events to two
-// subscribers through fan-out, claims, leases, retries and acks.
-//
-// It is one piece: each step acts on what the steps before it left, on one outbox.
-func TestOutboxClaimLeaseAck(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect, WithOutbox())
-			ctx := context.Background()
-			for id := range int64(5) {
-				if err := s.Create(ctx, plantstore.Plant{ID: id + 1, Name: fmt.Sprint("p", id+1)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			events := allEvents(t, s)
-			seq := func(i int) int64 { return events[i].Seq }
-			subs := []string{"a", "b"}
-			if n, err := s.FanOut(ctx, subs, 3); err != nil || n != 3 {
-				t.Fatalf("FanOut(limit 3) = %d, %v, want 3", n, err)
-			}
-			if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 2 {
-				t.Fatalf("second FanOut() = %d, %v, want the 2 left", n, err)
-			}
-			if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 0 {
-				t.Fatalf("third FanOut() = %d, %v, want 0: each event is fanned out once", n, err)
-			}
-
-			hour := time.Now().Add(time.Hour)
-			ds, err := s.Claim(ctx, "a", "one", hour, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []plantstore.Delivery{{Event: events[0]}, {Event: events[1]}, {Event: events[2]}}
-			if diff := cmp.Diff(want, ds); diff != "" {
-				t.Errorf("Claim(a, one, 3) mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff([]int64{seq(3), seq(4)}, claimSeqs(t, s, "a", "two", hour, 10)); diff != "" {
-				t.Errorf("Claim(a, two) while one holds the first three: seqs mismatch (-want +got):\n%s", diff)
-			}
-			if got := claimSeqs(t, s, "a", "three", hour, 10); len(got) != 0 {
-				t.Errorf("Claim(a) with every delivery leased = %v, want none", got)
-			}
-			if diff := cmp.Diff([]int64{seq(0), seq(1), seq(2), seq(3), seq(4)}, claimSeqs(t, s, "b", "three", hour, 10)); diff != "" {
-				t.Errorf("Claim(b): seqs mismatch: subscribers are leased apart (-want +got):\n%s", diff)
-			}
-
-			kept, err := s.Extend(ctx, "a", "one", []int64{seq(0), seq(1), seq(2), seq(3)}, hour.Add(time.Hour))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]int64{seq(0), seq(1), seq(2)}, kept); diff != "" {
-				t.Errorf("Extend() kept mismatch: only what one holds (-want +got):\n%s", diff)
-			}
-
-			// A failed attempt: seq 0 is due again at once with its
-			// attempts, seq 1 only in an hour; a retry by an owner that
-			// does not hold the delivery changes nothing.
-			err = s.Retry(ctx, "a", "one", []plantstore.Retry{
-				{Seq: seq(0), Attempts: 1, Due: time.Now().Add(-time.Second)},
-				{Seq: seq(1), Attempts: 2, Due: hour},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Retry(ctx, "a", "two", []plantstore.Retry{{Seq: seq(2), Attempts: 9, Due: time.Now()}}); err != nil {
-				t.Fatal(err)
-			}
-			ds, err = s.Claim(ctx, "a", "two", hour, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]plantstore.Delivery{{Event: events[0], Attempts: 1}}, ds); diff != "" {
-				t.Errorf("Claim(a, two) after the retries mismatch (-want +got):\n%s", diff)
-			}
-
-			// A lease that has expired lets another owner claim, and the
-			// first owner's Extend then finds it gone.
-			if _, err := s.Extend(ctx, "a", "two", []int64{seq(0)}, time.Now().Add(-time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]int64{seq(0)}, claimSeqs(t, s, "a", "four", hour, 10)); diff != "" {
-				t.Errorf("Claim(a, four) after two's lease expired mismatch (-want +got):\n%s", diff)
-			}
-			if kept, err := s.Extend(ctx, "a", "two", []int64{seq(0)}, hour); err != nil || len(kept) != 0 {
-				t.Errorf("Extend() by the owner whose lease expired = %v, %v, want none kept", kept, err)
-			}
-
-			// Acks end deliveries; an event goes once both subscribers
-			// are done with it.
-			all := []int64{seq(0), seq(1), seq(2), seq(3), seq(4)}
-			if err := s.Ack(ctx, "a", all); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Ack(ctx, "b", all[:4]); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := s.Depth(ctx); err != nil || n != 1 {
-				t.Errorf("Depth() with b's last delivery left = %d, %v, want 1", n, err)
-			}
-			for range 2 { // acking twice is not an error
-				if err := s.Ack(ctx, "b", all[4:]); err != nil {
-					t.Fatalf("Ack() = %v", err)
-				}
-			}
-			if n, err := s.Depth(ctx); err != nil || n != 0 {
-				t.Errorf("Depth() with every delivery ended = %d, %v, want 0", n, err)
-			}
-
-			// Seq only grows, and a new event is fanned out although every
-			// earlier one is gone.
-			if err := s.Create(ctx, plantstore.Plant{ID: 9, Name: "later"}); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 1 {
-				t.Fatalf("FanOut() after the outbox emptied = %d, %v, want 1", n, err)
-			}
-			ds, err = s.Claim(ctx, "b", "one", hour, 10)
-			if err != nil || len(ds) != 1 || ds[0].Seq <= seq(4) || ds[0].Plant.ID != 9 {
-				t.Errorf("Claim(b) = %+v, %v, want plant 9 with a seq above %d", ds, err, seq(4))
-			}
-		})
-	}
-}
-
-// TestOutboxAckManyInOneCall acks more deliveries in one call than one
-// statement names, and checks that every one is ended.
-func TestOutboxAckManyInOneCall(t *testing.T) {
-	t.Parallel()
-	const n = 600 // over two batches of batchRows
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect, WithOutbox())
-			ctx := context.Background()
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for id := range int64(n) {
-				wg.Go(func() { errs <- s.Create(ctx, plantstore.Plant{ID: id + 1, Name: "p"}) })
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatalf("Create() = %v", err)
-				}
-			}
-			if got, err := s.FanOut(ctx, []string{"a"}, 2*n); err != nil || got != n {
-				t.Fatalf("FanOut() = %d, %v, want %d", got, err, n)
-			}
-			var seqs []int64 // a claim takes at most batchRows
-			for {
-				got := claimSeqs(t, s, "a", "one", time.Now().Add(time.Hour), n)
-				if len(got) == 0 {
-					break
-				}
-				seqs = append(seqs, got...)
-			}
-			if len(seqs) != n {
-				t.Fatalf("Claim() took %d deliveries, want %d", len(seqs), n)
-			}
-			if err := s.Ack(ctx, "a", seqs); err != nil {
-				t.Fatalf("Ack(%d seqs) = %v", n, err)
-			}
-			if got, err := s.Depth(ctx); err != nil || got != 0 {
-				t.Errorf("Depth() after acking every delivery in one call = %d, %v, want 0", got, err)
-			}
-		})
-	}
 }
 
 // TestOutboxConcurrentOwners has several owners on separate *sql.DBs, as

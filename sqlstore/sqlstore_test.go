@@ -35,9 +35,9 @@ var (
 	backends        = []backend{sqliteBackend, postgresBackend}
 )
 
-// modes are the Store configurations every backend is tested in. The
-// outbox adds to what Create writes; TestOutbox and TestDatabaseOutage
-// test it.
+// modes are the commit modes every backend is tested in. The outbox adds
+// to what Create writes: TestStorage runs each mode with it and without
+// it, and TestOutbox… and TestDatabaseOutage test the rest of it.
 var modes = []struct {
 	name string
 	opts []Option
@@ -125,17 +125,25 @@ func openStore(tb testing.TB, db *sql.DB, d Dialect, opts ...Option) *Store {
 	return s
 }
 
+// TestStorage runs storagetest's suite, which checks the Outbox contract
+// with the outbox on and, with it off, that it records no event.
 func TestStorage(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
 		for _, mode := range modes {
-			t.Run(be.name+"/mode="+mode.name, func(t *testing.T) {
-				t.Parallel()
-				storagetest.Run(t, func(t *testing.T) plantstore.Storage {
-					db, _ := be.newDB(t)
-					return openStore(t, db, be.dialect, mode.opts...)
+			for _, outbox := range []bool{false, true} {
+				name, opts := be.name+"/mode="+mode.name, mode.opts
+				if outbox {
+					name, opts = name+"+outbox", append([]Option{WithOutbox()}, opts...)
+				}
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					storagetest.Run(t, func(t *testing.T) plantstore.Storage {
+						db, _ := be.newDB(t)
+						return openStore(t, db, be.dialect, opts...)
+					})
 				})
-			})
+			}
 		}
 	}
 }
@@ -261,19 +269,6 @@ func TestCreateAfterClose(t *testing.T) {
 			}
 			if err := s.Close(); err != nil {
 				t.Errorf("second Close() = %v", err)
-			}
-		})
-	}
-}
-
-func TestPing(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect)
-			if err := s.Ping(context.Background()); err != nil {
-				t.Errorf("Ping() = %v, want nil", err)
 			}
 		})
 	}

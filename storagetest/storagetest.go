@@ -1,6 +1,59 @@
-// Package storagetest checks a [plantstore.Storage] implementation against
-// the contract documented on the interface, as [testing/fstest.TestFS]
-// checks a file system.
+// Package storagetest checks a storage against the contracts of package
+// plantstore, as [testing/fstest.TestFS] checks a file system and the
+// optional interfaces it implements.
+//
+// [Run] checks a [plantstore.Storage], then each optional contract the
+// storage implements, found by type assertion, in a subtest named after
+// it:
+//
+//   - Storage: round trips, conflicts, not found, listing and paging,
+//     deletes, cancelled contexts, concurrent creates and deletes.
+//   - Pinger: Ping succeeds on a working storage, alone and concurrently.
+//   - WriteProber: ProbeWrite succeeds, changes no plant, is safe for
+//     concurrent use and honours a cancelled context.
+//   - Outbox: what [RunOutbox] checks, with the storage's Create recording
+//     the events.
+//
+// A subtest of a contract the storage does not implement is skipped,
+// saying so. A storage that implements [plantstore.Outbox] but records no
+// event when a plant is created (an outbox that can be turned off) is
+// checked to keep it empty, and the rest of the Outbox subtest is skipped,
+// saying so.
+//
+// [RunOutbox] checks a [plantstore.Outbox] that is fed apart from the
+// storage, such as a webhook.MemoryOutbox that [plantstore.OnCreate]
+// feeds: fan-out (each event once per subscriber, oldest first, within the
+// limit), claims (due deliveries only, ascending Seq, leased apart per
+// subscriber), leases (Extend, expiry letting another owner claim),
+// retries and their due times, release to other owners, acks and the
+// removal of ended events, Depth, cancelled contexts, and concurrent
+// owners that never claim a delivery twice. The Outbox contract takes no
+// clock: the suite sets the times it passes (leases and due times in the
+// past or an hour ahead) and polls with a deadline where it waits for a
+// lease to expire.
+//
+// A new storage's tests call Run with a function that returns an empty
+// storage, closed by a cleanup of its own:
+//
+//	func TestStorage(t *testing.T) {
+//		storagetest.Run(t, func(t *testing.T) plantstore.Storage {
+//			s := mystore.New()
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// An outbox fed by [plantstore.OnCreate] is checked with the Create of a
+// [plantstore.PlantStore] that feeds it:
+//
+//	storagetest.RunOutbox(t, func(t *testing.T) (plantstore.Outbox, storagetest.CreateFunc) {
+//		o := myoutbox.New()
+//		ps := plantstore.New(memstore.New(), plantstore.OnCreate(o.Add))
+//		return o, func(ctx context.Context, p plantstore.Plant) error {
+//			_, err := ps.Create(ctx, plantstore.NewPlant(p))
+//			return err
+//		}
+//	})
 package storagetest
 
 import (
@@ -18,11 +71,22 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// Run runs the whole Storage contract as subtests of t. newStorage returns
-// an empty storage for each subtest; it registers its own cleanup with
-// t.Cleanup.
+// Run runs the Storage contract, then the optional contracts the storage
+// implements (Pinger, WriteProber, Outbox), as subtests of t named after
+// each contract. newStorage returns an empty storage for each subtest,
+// and one more that Run asks which contracts it implements and whether it
+// records outbox events; it registers its own cleanup with t.Cleanup.
 func Run(t *testing.T, newStorage func(t *testing.T) plantstore.Storage) {
 	t.Helper()
+	probe := newStorage(t)
+	t.Run("Storage", func(t *testing.T) { runStorage(t, newStorage) })
+	t.Run("Pinger", func(t *testing.T) { runPinger(t, probe, newStorage) })
+	t.Run("WriteProber", func(t *testing.T) { runWriteProber(t, probe, newStorage) })
+	t.Run("Outbox", func(t *testing.T) { runStorageOutbox(t, probe, newStorage) })
+}
+
+// runStorage runs the Storage contract as subtests of t.
+func runStorage(t *testing.T, newStorage func(t *testing.T) plantstore.Storage) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s plantstore.Storage)

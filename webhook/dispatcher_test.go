@@ -333,6 +333,7 @@ func TestNewRejects(t *testing.T) {
 // TestSetSecret checks that the attempts after SetSecret are signed with
 // the new secret, and that a secret New would refuse leaves the old one.
 func TestSetSecret(t *testing.T) {
+	t.Parallel()
 	newSecret := []byte("whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore rotated key 0123456789")))
 	var mu sync.Mutex
 	signedWith := map[int64]string{} // plant id: "old", "new" or "neither"

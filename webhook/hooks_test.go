@@ -21,6 +21,7 @@ import (
 // outcomes, the header it adds reaches the subscriber on every attempt,
 // and the attempt goes on with the context it returned.
 func TestAttemptHook(t *testing.T) {
+	t.Parallel()
 	var seenHeader []string
 	var hmu sync.Mutex
 	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, attempt int) int {
