@@ -48,7 +48,14 @@ as_postgres() {
 }
 
 # alive tells whether the process in pid file $1 runs.
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A process that has exited but that its parent has not reaped yet (a
+# zombie: the instances outlive the start that forked them, so init reaps
+# them, when it gets to it) is not alive.
+alive() {
+	local pid
+	[ -s "$1" ] && pid=$(cat "$1") && kill -0 "$pid" 2>/dev/null || return 1
+	[ ! -r "/proc/$pid/stat" ] || [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)" != Z ]
+}
 
 # wait_exit waits up to $2 seconds for the process in pid file $1 to exit.
 wait_exit() {

@@ -29,6 +29,7 @@ import (
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFleetRestartsOneInstance(t *testing.T) {
 	t.Parallel()
+	testkit.Long(t, "restarts an instance of a fleet under load, draining it, about 30 s")
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)
 	before := f.pid(t, "ps2")

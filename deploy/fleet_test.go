@@ -265,6 +265,7 @@ type outcome struct {
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestInstanceKilledUnderLoad(t *testing.T) {
 	t.Parallel()
+	testkit.Long(t, "kills instances of a fleet under 32 clients' load")
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)
 

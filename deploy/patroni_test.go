@@ -162,6 +162,7 @@ func runFault(t *testing.T, c *patroniCluster, l *load, recv *hookReceiver, inst
 // before it left.
 func TestPatroniFailover(t *testing.T) {
 	t.Parallel()
+	testkit.Long(t, "fails the leader of a Patroni cluster three ways in turn, about a minute")
 	start := time.Now()
 	c := startPatroniCluster(t)
 	t.Logf("cluster healthy %v after the start", time.Since(start).Round(100*time.Millisecond))

@@ -74,9 +74,7 @@ func waitOutboxEmpty(t *testing.T, db *sql.DB, limit time.Duration) {
 // once.
 func TestFleetThroughPgBouncer(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts PgBouncer and two plantstore processes; skipped in -short mode")
-	}
+	testkit.Long(t, "runs two instances under load through PgBouncer")
 	start := time.Now()
 	dsn, db := newPostgresDatabase(t)
 	u, err := url.Parse(dsn)

@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/storagetest"
 )
 
@@ -131,7 +132,15 @@ func TestStorage(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
 		for _, mode := range modes {
+			if mode.opts != nil && !testkit.LongOn() {
+				// The whole suite against each mode that is not the
+				// default is part of the long run.
+				continue
+			}
 			for _, outbox := range []bool{false, true} {
+				if !outbox && testing.Short() {
+					continue // -short checks the storage with an outbox only
+				}
 				name, opts := be.name+"/mode="+mode.name, mode.opts
 				if outbox {
 					name, opts = name+"+outbox", append([]Option{WithOutbox()}, opts...)

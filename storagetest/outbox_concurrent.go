@@ -47,10 +47,11 @@ func (b box) createConcurrently(n, creators int64, done chan<- struct{}) *sync.W
 // counts FanOut returns add up to the events, and each subscriber gets one
 // delivery of each.
 func testConcurrentFanOuts(b box) {
-	const events, creators, fanners = 200, 4, 6
+	const creators, fanners = 4, 6
+	events := orShort(200, 60)
 	subs := []string{"a", "b"}
 	done := make(chan struct{})
-	created := b.createConcurrently(events, creators, done)
+	created := b.createConcurrently(int64(events), creators, done)
 	var fanned atomic.Int64
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(concurrentDeadline)
@@ -77,7 +78,7 @@ func testConcurrentFanOuts(b box) {
 	} else {
 		fanned.Add(int64(n))
 	}
-	if got := fanned.Load(); got != events {
+	if got := fanned.Load(); got != int64(events) {
 		b.t.Errorf("FanOut() calls fanned out %d events in all, want %d: each once", got, events)
 	}
 	want := make([]int64, events)
@@ -140,7 +141,8 @@ func testAckMany(b box) {
 // outbox at once while plants are created, and checks that each delivery
 // is claimed exactly once and that the outbox ends empty.
 func testConcurrentOwners(b box) {
-	const owners, events, creators = 3, 300, 16
+	const owners, creators = 3, 16
+	events := orShort(300, 90)
 	subs := []string{"a", "b"}
 	var (
 		mu      sync.Mutex
@@ -148,7 +150,7 @@ func testConcurrentOwners(b box) {
 		wg      sync.WaitGroup
 	)
 	done := make(chan struct{})
-	created := b.createConcurrently(events, creators, done)
+	created := b.createConcurrently(int64(events), creators, done)
 	deadline := time.Now().Add(concurrentDeadline)
 	for i := range owners {
 		for _, sub := range subs {

@@ -76,6 +76,7 @@ import (
 // each contract. newStorage returns an empty storage for each subtest,
 // and one more that Run asks which contracts it implements and whether it
 // records outbox events; it registers its own cleanup with t.Cleanup.
+// In -short mode the checks that race many concurrent calls make fewer.
 func Run(t *testing.T, newStorage func(t *testing.T) plantstore.Storage) {
 	t.Helper()
 	probe := newStorage(t)
@@ -182,7 +183,7 @@ func testNotFound(t *testing.T, s plantstore.Storage) {
 
 func testConcurrentOneID(t *testing.T, s plantstore.Storage) {
 	const n = 64
-	for round := range 5 {
+	for round := range orShort(5, 2) {
 		id := int64(1000 + round)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -215,7 +216,8 @@ func testConcurrentOneID(t *testing.T, s plantstore.Storage) {
 }
 
 func testConcurrentManyIDs(t *testing.T, s plantstore.Storage) {
-	const workers, each = 16, 50
+	const workers = 16
+	each := orShort(50, 12)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
 	for w := range workers {
@@ -373,7 +375,8 @@ func testDelete(t *testing.T, s plantstore.Storage) {
 }
 
 func testDeleteRacingCreate(t *testing.T, s plantstore.Storage) {
-	const id, workers, rounds = 77, 8, 25
+	const id, workers = 77, 8
+	rounds := orShort(25, 8)
 	var mu sync.Mutex
 	created, deleted := 0, 0
 	var wg sync.WaitGroup
@@ -416,4 +419,13 @@ func testDeleteRacingCreate(t *testing.T, s plantstore.Storage) {
 	if created-deleted != present {
 		t.Errorf("%d creates and %d deletes succeeded, and the plant is present %d times: each delete must remove exactly one create", created, deleted, present)
 	}
+}
+
+// orShort returns n, or quick in -short mode: the concurrent checks race
+// fewer operations there, and keep their full counts otherwise.
+func orShort(n, quick int) int {
+	if testing.Short() {
+		return quick
+	}
+	return n
 }

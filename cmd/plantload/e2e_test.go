@@ -20,6 +20,7 @@ import (
 // server, runs two small bounded loads against it over loopback, and
 // checks what the server kept and what plantload reported.
 func TestLoadsTheRealServer(t *testing.T) {
+	t.Parallel()
 	env := testkit.Env("PLANTSTORE_TOKENS=load-token")
 	server := testkit.Start(t, testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
 		"-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn")
@@ -96,6 +97,7 @@ func TestLoadsTheRealServer(t *testing.T) {
 // the first moments, and checks that it counts every plant created as
 // delivered once.
 func TestReceivesTheServersWebhooks(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,8 @@ type readiness struct {
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFailover(t *testing.T) {
 	t.Parallel()
-	binary(t) // skips in -short mode before any cluster starts
+	testkit.Long(t, "fails a PostgreSQL primary over to its standby under load")
+	binary(t)
 	primary := pgtest.Start(t)
 	standby := primary.StartStandby(t)
 	dsn := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",

@@ -35,9 +35,7 @@ type answer struct {
 //
 // It is one piece: each step acts on what the steps before it left, on one set of processes.
 func TestFleetSurvivesAStoppedInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stops a binary three times for 10 s; skipped in -short mode")
-	}
+	testkit.Long(t, "stops a binary three times for 10 s")
 	dsn := postgresDSN(t)
 	rc := newHookCounter(t, nil)
 	args := []string{"-db", dsn, "-log-level", "warn", "-webhook", rc.srv.URL + "/hooks", "-webhook-secret-file", secretFile(t)}

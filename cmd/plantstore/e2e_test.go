@@ -28,13 +28,13 @@ import (
 // binary builds the plantstore command once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	return testkit.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	return testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
 }
 
+// TestMain runs 8 tests at a time: most of them wait on the binaries they
+// start.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testkit.RemoveShared()
-	os.Exit(code)
+	os.Exit(testkit.Main(m, 8))
 }
 
 const procToken = "process-test-token"

@@ -17,6 +17,7 @@ var projectVariables = map[string]string{
 	"PLANTSTORE_TOKENS":               "accepted tokens (cmd/plantstore, cmd/plantload, examples)",
 	"PLANTSTORE_WEBHOOK_SECRET":       "the webhook signing secret",
 	"PLANTSTORE_TEST_POSTGRES_DSN":    "the PostgreSQL server of the tests",
+	"PLANTSTORE_TEST_LONG":            "tests: 1 runs the long scenarios too (CI)",
 	"PLANTSTORE_BIN":                  "scripts/loopback-bench.sh: the server binary to measure",
 	"PLANTSTORE_ARGS":                 "scripts/loopback-bench.sh: its arguments",
 	"PLANTSTORE_REQUIRE_OPENAPI_LINT": "tests: fail TestOpenAPILint instead of skipping it (CI)",

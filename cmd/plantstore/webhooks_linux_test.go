@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // vmRSS returns the resident set size of process pid, in bytes, from
@@ -59,6 +61,7 @@ func deletePlant(t *testing.T, url string, id int64) int {
 // plus what the garbage collector lets accumulate).
 func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 	t.Parallel()
+	testkit.Long(t, "pushes 400 MB of names through one binary")
 	const (
 		cycles    = 400
 		nameLen   = 1_000_000

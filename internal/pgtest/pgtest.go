@@ -62,11 +62,15 @@ type Cluster struct {
 }
 
 // Start starts a new primary cluster and tears it down (stopped with
-// -m immediate, files removed) in tb.Cleanup. It skips tb, saying why, when
-// this machine cannot run one: no PostgreSQL binaries, or running as root
-// with no postgres user to run them as.
+// -m immediate, files removed) in tb.Cleanup. It skips tb, saying why, in
+// -short mode (a cluster is processes of its own), and when this machine
+// cannot run one: no PostgreSQL binaries, or running as root with no
+// postgres user to run them as.
 func Start(tb testing.TB) *Cluster {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts a PostgreSQL cluster of its own; skipped in -short mode")
+	}
 	c := newCluster(tb, "primary")
 	out, err := c.command("initdb", "-D", c.data, "-U", "postgres", "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-instructions").CombinedOutput()

@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -15,13 +14,7 @@ import (
 // binary builds the plantstore command once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	return testkit.BuildShared(t, "github.com/plantstore/plantstore/cmd/plantstore")
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testkit.RemoveShared()
-	os.Exit(code)
+	return testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
 }
 
 const token = "robustness-test-token"

@@ -16,6 +16,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // The workload every target runs.
@@ -252,6 +253,7 @@ func requireLinearizable(t *testing.T, rep Report) {
 // TestMemoryLinearizable runs the workload against one instance on
 // memory storage, without faults.
 func TestMemoryLinearizable(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "memory", "-db", "memory")
 	res := run{servers: []*server{s}, duration: runDuration(t, 4*time.Second)}.exec(t)
 	requireLinearizable(t, check(t, res, outDir()))
@@ -261,6 +263,8 @@ func TestMemoryLinearizable(t *testing.T) {
 // a SQLite file, SIGKILLed and restarted on the same file every few
 // seconds.
 func TestSQLiteKilledLinearizable(t *testing.T) {
+	t.Parallel()
+	testkit.Long(t, "kills and restarts an instance on SQLite under load for 8 s")
 	db := filepath.Join(t.TempDir(), "p.db")
 	s := startServer(t, "sqlite", "-db", db)
 	d := runDuration(t, 8*time.Second)
@@ -275,6 +279,7 @@ func TestSQLiteKilledLinearizable(t *testing.T) {
 // memory instance restarted after SIGKILL has forgotten every plant, and
 // the checker must find that out.
 func TestForgetfulStorageIsNotLinearizable(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "memory", "-db", "memory")
 	d := 4 * time.Second
 	res := run{servers: []*server{s}, duration: d, kill: true}.exec(t)
@@ -296,6 +301,8 @@ func TestForgetfulStorageIsNotLinearizable(t *testing.T) {
 // restarted every few seconds, and halfway through the database itself
 // is restarted as after a crash (pg_ctl stop -m immediate).
 func TestPostgresLinearizable(t *testing.T) {
+	t.Parallel()
+	testkit.Long(t, "kills instances and restarts PostgreSQL under load for 10 s")
 	binary(t)
 	db := pgtest.Start(t)
 	dsn := db.DSN() + "&connect_timeout=2"

@@ -8,6 +8,8 @@ package testkit
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -26,25 +28,117 @@ import (
 const Wait = 2 * time.Minute
 
 // Build compiles the main package pkg (an import path, or a directory
-// relative to the test's own) into the test's temporary directory and
-// returns the executable's path. It skips the test in -short mode.
+// relative to the test's own) and returns the executable's path. It skips
+// the test in -short mode.
+//
+// The executable lives in the user's cache directory, one per package and
+// work tree, shared by every test and every test run: go build finds it
+// up to date when nothing it is built from changed, and does not link it
+// again. Linking the server takes seconds of CPU, and a dozen test
+// packages start it. Tests must not change the file.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts a program; skipped in -short mode")
 	}
-	name := filepath.Base(pkg)
-	if name == "." || name == ".." {
-		name = "program"
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), name)
-	BuildAt(t, bin, pkg)
-	return bin
+	target := pkg
+	if strings.HasPrefix(pkg, ".") {
+		target = filepath.Join(wd, pkg)
+	}
+	built.mu.Lock()
+	if built.bins == nil {
+		built.bins = map[string]*builtBin{}
+	}
+	b := built.bins[target]
+	if b == nil {
+		b = &builtBin{}
+		built.bins[target] = b
+	}
+	built.mu.Unlock()
+	b.once.Do(func() { b.path, b.err = build(wd, target) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
 
-// BuildAt compiles the main package pkg as Build does, into the file bin:
-// for a program that must live where other users can reach it, which the
-// test's temporary directory forbids.
+// built holds what Build built in this process, by package.
+var built struct {
+	mu   sync.Mutex
+	bins map[string]*builtBin
+}
+
+type builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// build runs go build for target into its file in the cache, holding the
+// file's lock: other test processes may build the same package at once.
+func build(wd, target string) (string, error) {
+	dir, err := cacheDir(wd, target)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, filepath.Base(target))
+	unlock, err := LockFile(bin + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if out, err := exec.Command("go", "build", "-o", bin, target).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", target, err, out)
+	}
+	return bin, nil
+}
+
+// CacheDir returns a directory of the user's cache that belongs to key
+// and to the work tree of the test's module, made if missing, and kept
+// from one test run to the next: for a program a test builds its own way,
+// which go build then finds up to date. Take LockFile of a file in it
+// before writing there: other test processes may do the same at once.
+func CacheDir(t testing.TB, key string) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := cacheDir(wd, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func cacheDir(wd, key string) (string, error) {
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(root)
+		if up == root {
+			return "", fmt.Errorf("no go.mod above %s", wd)
+		}
+		root = up
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(root + "\x00" + key))
+	dir := filepath.Join(cache, "plantstore-test", hex.EncodeToString(sum[:8]))
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// BuildAt compiles the main package pkg into the file bin, linking it
+// anew: for a program that must live where other users can reach it,
+// which the test's temporary directory forbids.
 func BuildAt(t testing.TB, bin, pkg string) {
 	t.Helper()
 	if testing.Short() {
@@ -53,69 +147,6 @@ func BuildAt(t testing.TB, bin, pkg string) {
 	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-}
-
-// shared holds the programs BuildShared built, by package, for the whole
-// test binary.
-var shared struct {
-	mu   sync.Mutex
-	dir  string
-	bins map[string]*sharedBin
-}
-
-type sharedBin struct {
-	once sync.Once
-	name string // of the executable: unique among the shared ones
-	path string
-	err  error
-}
-
-// BuildShared compiles pkg as Build does, but once per test binary: every
-// test that asks for pkg gets the same executable. Call RemoveShared from
-// TestMain, after m.Run, to delete it.
-func BuildShared(t testing.TB, pkg string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and starts a program; skipped in -short mode")
-	}
-	shared.mu.Lock()
-	if shared.bins == nil {
-		shared.bins = map[string]*sharedBin{}
-	}
-	b := shared.bins[pkg]
-	if b == nil {
-		b = &sharedBin{name: fmt.Sprintf("%s-%d", filepath.Base(pkg), len(shared.bins))}
-		shared.bins[pkg] = b
-	}
-	shared.mu.Unlock()
-	b.once.Do(func() {
-		shared.mu.Lock()
-		if shared.dir == "" {
-			shared.dir, b.err = os.MkdirTemp("", "plantstore-test-bin-")
-		}
-		dir := shared.dir
-		shared.mu.Unlock()
-		if b.err != nil {
-			return
-		}
-		b.path = filepath.Join(dir, b.name)
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// RemoveShared deletes what BuildShared built.
-func RemoveShared() {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.dir != "" {
-		os.RemoveAll(shared.dir)
 	}
 }
 
