@@ -17,7 +17,7 @@ import (
 // PostgreSQL server at target (host:port), for every database, logging in
 // as postgres whatever user a client names, and returns the host:port
 // clients connect to. It is stopped in tb.Cleanup. It skips tb, saying
-// why, when PgBouncer is not installed.
+// why, in -short mode and when PgBouncer is not installed.
 //
 // In transaction mode a client's consecutive transactions may run on
 // different server sessions, and several clients' on one: what a session
@@ -28,6 +28,9 @@ import (
 // them.
 func PgBouncer(tb testing.TB, target string) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts PgBouncer; skipped in -short mode")
+	}
 	prog, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		if prog, err = exec.LookPath("/usr/sbin/pgbouncer"); err != nil {
