@@ -2,7 +2,9 @@
 // builds a command or an example, starts it as a process and stops it, for
 // tests that talk to the real program over loopback (Build, Start, Run);
 // it waits for a condition with a deadline rather than a fixed sleep
-// (WaitUntil); and it reads every plant a server holds (ListAll).
+// (WaitUntil); it reads every plant a server holds (ListAll); and it
+// marks the long scenarios, which run with PLANTSTORE_TEST_LONG=1 (Long),
+// and runs a package's tests more at a time than GOMAXPROCS (Main).
 package testkit
 
 import (
@@ -132,8 +134,37 @@ func cacheDir(wd, key string) (string, error) {
 		cache = os.TempDir()
 	}
 	sum := sha256.Sum256([]byte(root + "\x00" + key))
-	dir := filepath.Join(cache, "plantstore-test", hex.EncodeToString(sum[:8]))
-	return dir, os.MkdirAll(dir, 0o755)
+	parent := filepath.Join(cache, "plantstore-test")
+	dir := filepath.Join(parent, hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	if err := os.Chtimes(dir, now, now); err != nil {
+		return "", err
+	}
+	trimOnce.Do(func() { trim(parent, now.Add(-cacheUnused)) })
+	return dir, nil
+}
+
+// cacheUnused is how long a directory of CacheDir may go unused before
+// a test run removes it, as go's build cache trims what it has not used
+// for five days: work trees come and go (CI clones one for each run).
+const cacheUnused = 5 * 24 * time.Hour
+
+var trimOnce sync.Once
+
+// trim removes the directories in parent last used before old.
+func trim(parent string, old time.Time) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() && info.ModTime().Before(old) {
+			os.RemoveAll(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 // BuildAt compiles the main package pkg into the file bin, linking it
