@@ -13,35 +13,17 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
 const testToken = "s3cret-Token_1"
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type testEnv struct {
 	t      *testing.T
@@ -49,7 +31,7 @@ type testEnv struct {
 	prefix string
 	ps     *plantstore.PlantStore
 	client *http.Client
-	logs   *syncBuffer
+	logs   *testkit.Buffer
 }
 
 // newEnv serves a handler over storage s on a real loopback server. Unless
@@ -60,7 +42,7 @@ func newEnv(t *testing.T, s plantstore.Storage, opts ...httpapi.Option) *testEnv
 	if s == nil {
 		s = memstore.New()
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	ps := plantstore.New(s)
 	opts = append([]httpapi.Option{
 		httpapi.WithTokens(testToken),
@@ -378,7 +360,7 @@ func TestFailsClosed(t *testing.T) {
 	ps := plantstore.New(memstore.New())
 	srv := httptest.NewServer(httpapi.New(ps, httpapi.WithLogger(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)
-	e := &testEnv{t: t, url: srv.URL, ps: ps, client: &http.Client{Transport: validatingTransport{t: t}}, logs: &syncBuffer{}}
+	e := &testEnv{t: t, url: srv.URL, ps: ps, client: &http.Client{Transport: validatingTransport{t: t}}, logs: &testkit.Buffer{}}
 	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
 	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
 	e.do("GET", "/plants", nil, ``).wantError(t, 400, 401)
@@ -417,7 +399,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken))))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	e := &testEnv{t: t, url: srv.URL, prefix: "/api", ps: ps, logs: &syncBuffer{},
+	e := &testEnv{t: t, url: srv.URL, prefix: "/api", ps: ps, logs: &testkit.Buffer{},
 		client: &http.Client{Transport: validatingTransport{t: t, prefix: "/api"}}}
 	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
 		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -99,7 +100,7 @@ func TestBaseURLUnderStripPrefix(t *testing.T) {
 	if _, _, err := router.FindRoute(httptest.NewRequest("GET", "/plants", nil)); err == nil {
 		t.Error("the document served under /api routes /plants, which the mux does not serve")
 	}
-	e := &testEnv{t: t, url: srv.URL, ps: ps, logs: &syncBuffer{},
+	e := &testEnv{t: t, url: srv.URL, ps: ps, logs: &testkit.Buffer{},
 		client: &http.Client{Transport: validatingTransport{t: t, router: router}}}
 	if r := e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)

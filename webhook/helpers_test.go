@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -162,22 +162,7 @@ func (rc *receiver) ids(t *testing.T, keep func(webhookID string) bool) []int64 
 
 // logs collects what a Dispatcher logs, and checks at the end of the test
 // that no secret, body or subscriber path is in it.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logs struct{ testkit.Buffer }
 
 func newLogs(t *testing.T) *logs {
 	t.Helper()

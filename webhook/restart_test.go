@@ -114,15 +114,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	var hold atomic.Bool
-	hold.Store(true)
-	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		if hold.Load() {
-			<-r.Context().Done()
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusNoContent
-	})
+	rc, hold := newHoldingReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	d1, _, stop1 := start(t, s, subs, webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
@@ -193,15 +185,7 @@ func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
 func TestRestartTakesBackItsLeases(t *testing.T) {
 	t.Parallel()
 	const n, owner = 20, "plantstore host-1 10.0.0.1:8080"
-	var hold atomic.Bool
-	hold.Store(true)
-	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		if hold.Load() {
-			<-r.Context().Done()
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusNoContent
-	})
+	rc, hold := newHoldingReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	dying := &deadOutbox{Outbox: s}
@@ -237,4 +221,21 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 	if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
 		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// newHoldingReceiver returns a receiver that holds every request until the
+// client gives up, while hold is set, and acknowledges each once it is
+// cleared. hold starts set.
+func newHoldingReceiver(t *testing.T) (*receiver, *atomic.Bool) {
+	t.Helper()
+	hold := new(atomic.Bool)
+	hold.Store(true)
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		if hold.Load() {
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	return rc, hold
 }

@@ -146,7 +146,7 @@ func TestBackupRestoreRefuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testkit.Buffer
 			err := run(t.Context(), tt.args, func(string) string { return "" }, &stdout, &stderr)
 			if err == nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("run %v = %v, want %v", tt.args, err, tt.wantErr)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestFlagsFromEnvironment checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
@@ -154,7 +155,7 @@ func TestBadVariableIsNamed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			env := map[string]string{tt.name: tt.value}
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testkit.Buffer
 			err := run(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &stderr)
 			if err == nil {
 				t.Fatal("run = nil, want an error")
@@ -208,7 +209,7 @@ func TestRunFlagBeatsVariable(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.Buffer
 	if err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("run -h = %v, want nil", err)
 	}
@@ -233,7 +234,7 @@ func TestHelp(t *testing.T) {
 
 func TestVersionInProcess(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.Buffer
 	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("run -version = %v, want nil", err)
 	}
@@ -327,7 +328,7 @@ func TestRunLogsAndFlushesAFatalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.Buffer
 	err = run(context.Background(), []string{"-addr", taken.Addr().String(), "-db", "memory", "-log-format", "json"},
 		func(k string) string { return map[string]string{"PLANTSTORE_TOKENS": "tok"}[k] }, &stdout, &stderr)
 	if !errors.Is(err, syscall.EADDRINUSE) {

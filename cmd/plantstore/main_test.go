@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,25 +18,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-// lockedBuffer collects a process's output safely across goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // logged counts the records in text log output, a binary's stderr, whose
 // message is exactly msg. The log is what an operator reads, so its text is
@@ -60,10 +42,10 @@ func logged(output, msg string) int {
 
 // startRun starts run in-process and returns its base URL and a function
 // that stops it (as SIGTERM would) and returns run's error.
-func startRun(t *testing.T, args []string, env map[string]string) (url string, stdout, stderr *lockedBuffer, stop func() error) {
+func startRun(t *testing.T, args []string, env map[string]string) (url string, stdout, stderr *testkit.Buffer, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr = &testkit.Buffer{}, &testkit.Buffer{}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr)
@@ -189,7 +171,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 			for _, a := range tt.args {
 				args = append(args, strings.ReplaceAll(a, "DIR", dir))
 			}
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testkit.Buffer
 			err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), func(string) string { return "" }, &stdout, &stderr)
 			if err == nil {
 				t.Fatal("run = nil, want an error")
@@ -309,7 +291,7 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 		{"-addr", taken.Addr().String()},
 		{"-addr", "127.0.0.1:0", "-metrics-addr", taken.Addr().String()},
 	} {
-		var stdout, stderr lockedBuffer
+		var stdout, stderr testkit.Buffer
 		args = append(args, "-db", filepath.Join(dir, "plants.db"))
 		err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr)
 		flag := args[len(args)-4] // -addr or -metrics-addr, the taken one

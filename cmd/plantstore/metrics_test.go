@@ -243,35 +243,19 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 // that listener; and -metrics-public with -metrics-addr is a flag error.
 func TestMetricsExposure(t *testing.T) {
 	t.Parallel()
-	get := func(url, token string) int {
-		req, _ := http.NewRequest("GET", url, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var e struct{ Error int }
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != 0 {
-			return e.Error
-		}
-		return resp.StatusCode
-	}
 	env := map[string]string{"PLANTSTORE_TOKENS": "tok"}
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, env)
-	if got := get(url+"/metrics", ""); got != 401 {
+	if got := getCode(t, url+"/metrics", ""); got != 401 {
 		t.Errorf("GET /metrics on -addr without a token = %d, want error 401", got)
 	}
-	if got := get(url+"/metrics", "tok"); got != 200 {
+	if got := getCode(t, url+"/metrics", "tok"); got != 200 {
 		t.Errorf("GET /metrics on -addr with the token = %d, want 200", got)
 	}
 	public, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public"}, env)
-	if got := get(public+"/metrics", ""); got != 200 {
+	if got := getCode(t, public+"/metrics", ""); got != 200 {
 		t.Errorf("GET /metrics on -addr without a token, -metrics-public = %d, want 200", got)
 	}
-	if got := get(public+"/plants", ""); got != 401 {
+	if got := getCode(t, public+"/plants", ""); got != 401 {
 		t.Errorf("GET /plants without a token, -metrics-public = %d, want error 401", got)
 	}
 	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public", "-metrics-addr", "127.0.0.1:0"},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 func TestProbeAddr(t *testing.T) {
@@ -76,7 +77,7 @@ func TestProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testkit.Buffer
 			err := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &stdout, &stderr)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("run %q = %v, want an error: %v (%s)", tt.args, err, tt.wantErr, tt.reason)

@@ -191,7 +191,7 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 
 			// The same run in-process, for the error's identity: the
 			// binary logs that error, word for word.
-			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &lockedBuffer{}, &lockedBuffer{})
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
 			if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
 			}
@@ -305,7 +305,7 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 			if tt.nobody {
 				return // run in-process would run as root
 			}
-			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &lockedBuffer{}, &lockedBuffer{})
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
 			var pe *fs.PathError
 			if !errors.Is(err, tt.wantErr) || !errors.As(err, &pe) || errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("run = %v, want an *fs.PathError wrapping %v, and not ErrUnavailable", err, tt.wantErr)
@@ -420,7 +420,7 @@ func TestThroughPgBouncer(t *testing.T) {
 	q := u.Query()
 	q.Set("default_query_exec_mode", "cache_statement")
 	u.RawQuery = q.Encode()
-	var failed lockedBuffer
+	var failed testkit.Buffer
 	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", u.String()}, func(k string) string { return env[k] }, io.Discard, &failed)
 	if !errors.Is(err, sqlstore.ErrStatementsLost) {
 		t.Errorf("run with named prepared statements through PgBouncer = %v, want ErrStatementsLost", err)
@@ -446,7 +446,7 @@ func TestLockTimeout(t *testing.T) {
 // transaction open, and checks that a create of 1000 on the server at base
 // is answered error 503 for PostgreSQL's lock timeout (55P03), not for
 // running out of -db-timeout, and that it stored nothing.
-func checkLockTimeout(t *testing.T, base, dsn string, stderr *lockedBuffer) {
+func checkLockTimeout(t *testing.T, base, dsn string, stderr *testkit.Buffer) {
 	t.Helper()
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestLoadTokensRefusesTokensNoClientCanSend checks that a token no bearer
@@ -109,7 +110,7 @@ func TestLoadTokensFromAPipe(t *testing.T) {
 // before it listens or prints a generated token, naming the variable.
 func TestRunRefusesABadToken(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.Buffer
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", "memory"},
 		func(k string) string { return map[string]string{"PLANTSTORE_TOKENS": "abc=def"}[k] }, &stdout, &stderr)
 	if !errors.Is(err, httpapi.ErrTokenSyntax) {

@@ -117,7 +117,7 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 				}
 				args = append(args, "-webhook-secret-file", file)
 			}
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testkit.Buffer
 			err := run(context.Background(), args, func(k string) string {
 				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env, "PLANTSTORE_TOKENS": "tok"}[k]
 			}, &stdout, &stderr)
