@@ -92,6 +92,7 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
 			_, dsn := be.newDB(t)
 			const owners, events = 3, 300
 			stores := make([]*Store, owners)

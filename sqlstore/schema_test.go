@@ -117,13 +117,18 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
 			// Openers of a new SQLite file race to switch it to WAL, and
 			// SQLite answers the losers SQLITE_BUSY without waiting; before
 			// Open retried that, about one round in seventy failed. Many
-			// new files make such a failure likely to show.
+			// new files make such a failure likely to show; -short makes
+			// fewer.
 			rounds := 1
 			if be.dialect == SQLite {
 				rounds = 50
+				if testing.Short() {
+					rounds = 10
+				}
 			}
 			for range rounds {
 				concurrentOpens(t, be)

@@ -19,6 +19,12 @@ import (
 	"github.com/plantstore/plantstore/storagetest"
 )
 
+// TestMain runs 8 tests at a time: most of them wait on the database's
+// commits, not the CPU.
+func TestMain(m *testing.M) {
+	os.Exit(testkit.Main(m, 8))
+}
+
 // A backend opens empty databases of one dialect for a test.
 type backend struct {
 	name    string

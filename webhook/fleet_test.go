@@ -30,9 +30,15 @@ func TestDispatchersShareOutbox(t *testing.T) {
 		d, _, _ := start(t, s, []string{a.url(), b.url()})
 		pss = append(pss, plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
 	}
+	var creates sync.WaitGroup
 	for id := range int64(n) {
-		mustCreate(t, pss[id%2], plantstore.NewPlant{ID: id, Name: "p"})
+		creates.Go(func() {
+			if _, err := pss[id%2].Create(context.Background(), plantstore.NewPlant{ID: id, Name: "p"}); err != nil {
+				t.Errorf("Create(%d) = %v", id, err)
+			}
+		})
 	}
+	creates.Wait()
 	s, _ := openSQLite(t, path)
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pendingCount(t, s) == 0 })
 	for _, rc := range []*receiver{a, b} {

@@ -239,7 +239,7 @@ func TestSlowBodyStillAnswered(t *testing.T) {
 // long as the client likes, and keeps serving other clients.
 func TestUnreadAnswersAreCutOff(t *testing.T) {
 	t.Parallel()
-	url := startServer(t, "-db", "memory", "-write-timeout", "1s", "-read-timeout", "1s", "-read-header-timeout", "1s", "-db-timeout", "1s")
+	url := startServer(t, "-db", "memory", "-write-timeout", "300ms", "-read-timeout", "300ms", "-read-header-timeout", "300ms", "-db-timeout", "300ms")
 	d := net.Dialer{Timeout: hostileWait, Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -260,14 +260,14 @@ func TestUnreadAnswersAreCutOff(t *testing.T) {
 	// stalled writes: reading any earlier would let them go on. Linux
 	// shows the server's end leave ESTABLISHED when the server closes it;
 	// where it does not, the client waits longer than the server's write
-	// deadline (the three timeouts, 3 s) instead.
+	// deadline (the three timeouts, 0.9 s) instead.
 	if _, ok := serverEndState(conn); ok {
 		testkit.WaitUntil(t, time.Minute, "the server to close the connection whose answers go unread", func() bool {
 			state, ok := serverEndState(conn)
 			return !ok || state != tcpEstablished
 		})
 	} else {
-		time.Sleep(4 * time.Second)
+		time.Sleep(2 * time.Second)
 	}
 	w := watch(conn)
 	if !w.closedByServer() {

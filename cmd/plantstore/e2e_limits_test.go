@@ -96,7 +96,7 @@ func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
 	checkServing(t, p.URL, 2)
 }
 
-// TestListPagesAreBoundedInBytes stores plants with 512 KiB names, eight
+// TestListPagesAreBoundedInBytes stores plants with 512 KiB names, three
 // times the default page's 4 MiB, and lists them with the largest limit:
 // each page stays within the byte bound and holds at least one plant, a
 // short page carries a Link to the rest, and following the links yields
@@ -104,7 +104,7 @@ func TestClaimedBodiesDoNotReserveMemory(t *testing.T) {
 func TestListPagesAreBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	const (
-		n        = 64
+		n        = 24
 		pageSize = 4 << 20 // httpapi.DefaultMaxPageBytes
 	)
 	url := startServer(t, "-db", "memory")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/sqlstore"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -215,7 +217,8 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 		received <- struct{}{}
 	}))
 	t.Cleanup(sub.Close)
-	args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db"), "-webhook", sub.URL}
+	path := filepath.Join(t.TempDir(), "plants.db")
+	args := []string{"-addr", "127.0.0.1:0", "-db", path, "-webhook", sub.URL}
 	url, _, _, _ := startRun(t, args, map[string]string{
 		"PLANTSTORE_TOKENS":         "tok",
 		"PLANTSTORE_WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of thirty-two bytes....")),
@@ -224,6 +227,17 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 		t.Fatalf("create = %d %s, want 200", status, body)
 	}
 	<-received
+	// The gauge counts the outbox at most once every 5 s, so the first
+	// scrape waits until the delivery's ack has emptied it.
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testkit.WaitUntil(t, 10*time.Second, "the outbox to empty", func() bool {
+		events, deliveries := outboxRows(t, db)
+		return events == 0 && deliveries == 0
+	})
 	var delivered, depth float64
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -155,7 +157,8 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(refusing.Close)
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "hooks.db"),
+	path := filepath.Join(t.TempDir(), "hooks.db")
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path,
 		"-webhook", refusing.URL + "/hook", "-webhook-max-pending", strconv.Itoa(bound)},
 		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
 	defer stop()
@@ -164,6 +167,17 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 			t.Fatalf("create: %d %s", status, resp)
 		}
 	}
+	// The depth gauge counts the outbox at most once every 5 s, so the
+	// first scrape waits until the outbox holds the bound.
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testkit.WaitUntil(t, 30*time.Second, "the outbox to hold the bound", func() bool {
+		events, _ := outboxRows(t, db)
+		return events == bound
+	})
 	// value reads the one series of the family name, or -1 while it is
 	// missing.
 	value := func(mfs map[string]*dto.MetricFamily, name string) float64 {

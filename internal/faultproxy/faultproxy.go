@@ -22,11 +22,11 @@ type Proxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]struct{}
-	// trigger, when set, is a byte string that makes the proxy run
-	// onTrigger (Cut or Stall) right after forwarding the client's chunk
-	// that holds it; triggerDone is closed then.
+	// trigger, when set, is a byte string that makes the proxy Cut, or
+	// Stall when not triggerCuts, right after forwarding the client's
+	// chunk that holds it; triggerDone is closed then.
 	trigger     []byte
-	onTrigger   func()
+	triggerCuts bool
 	triggerDone chan struct{}
 	// resumed is closed while the proxy forwards bytes; Stall replaces it
 	// with an open channel that Resume closes.
@@ -109,18 +109,36 @@ func (p *Proxy) forward(client net.Conn) {
 }
 
 // pipe forwards src to dst, holding each chunk while the proxy stalls.
-// From the client, it cuts every connection once a chunk holding the armed
-// trigger has gone through.
+// From the client, a chunk holding the armed trigger fires it: the check
+// is made before the chunk is sent, and every answer is held from then
+// until the connections are cut or stalled, so that neither an answer to
+// it nor a chunk sent before the trigger was armed can get ahead of it.
 func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.waitResumed()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
+			var fired chan struct{}
+			var cut bool
+			if fromClient {
+				fired, cut = p.take(buf[:n])
 			}
-			if fromClient && p.triggered(buf[:n]) && p.fire() {
+			if fired != nil {
+				p.Stall()
+			}
+			_, werr := dst.Write(buf[:n])
+			if fired != nil {
+				if cut {
+					p.Cut()
+					p.Resume()
+				}
+				close(fired)
+				if cut {
+					return
+				}
+			}
+			if werr != nil {
 				return
 			}
 		}
@@ -130,10 +148,17 @@ func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	}
 }
 
-func (p *Proxy) triggered(chunk []byte) bool {
+// take disarms the trigger and returns its channel, and whether it cuts
+// rather than stalls, when chunk holds it.
+func (p *Proxy) take(chunk []byte) (fired chan struct{}, cut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.trigger != nil && bytes.Contains(chunk, p.trigger)
+	if p.trigger == nil || !bytes.Contains(chunk, p.trigger) {
+		return nil, false
+	}
+	fired, cut = p.triggerDone, p.triggerCuts
+	p.trigger, p.triggerDone = nil, nil
+	return fired, cut
 }
 
 func (p *Proxy) waitResumed() {
@@ -168,33 +193,12 @@ func (p *Proxy) Resume() {
 	}
 }
 
-// fire runs the armed action, once, and reports whether it cut the
-// connections.
-func (p *Proxy) fire() bool {
-	p.mu.Lock()
-	done, action := p.triggerDone, p.onTrigger
-	p.trigger, p.onTrigger, p.triggerDone = nil, nil, nil
-	p.mu.Unlock()
-	if done == nil {
-		return false // another connection fired first
-	}
-	action()
-	close(done)
-	return p.isDown()
-}
-
-func (p *Proxy) isDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.down
-}
-
 // CutAfter arms the proxy to Cut once a client sends a chunk that holds
 // trigger, right after forwarding that chunk to the server: the server gets
 // the request, the client never gets the answer. The returned channel is
 // closed when that has happened.
 func (p *Proxy) CutAfter(trigger []byte) <-chan struct{} {
-	return p.arm(trigger, p.Cut)
+	return p.arm(trigger, true)
 }
 
 // StallAfter arms the proxy to Stall once a client sends a chunk that
@@ -203,14 +207,14 @@ func (p *Proxy) CutAfter(trigger []byte) <-chan struct{} {
 // open, as when the client process is stopped. The returned channel is
 // closed when that has happened.
 func (p *Proxy) StallAfter(trigger []byte) <-chan struct{} {
-	return p.arm(trigger, p.Stall)
+	return p.arm(trigger, false)
 }
 
-func (p *Proxy) arm(trigger []byte, action func()) <-chan struct{} {
+func (p *Proxy) arm(trigger []byte, cut bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trigger = bytes.Clone(trigger)
-	p.onTrigger = action
+	p.triggerCuts = cut
 	p.triggerDone = make(chan struct{})
 	return p.triggerDone
 }
