@@ -82,6 +82,32 @@ func TestAccessLogAsSlogWritesIt(t *testing.T) {
 
 func pick2(rng *rand.Rand, vs ...int) int { return vs[rng.IntN(len(vs))] }
 
+// TestAppendMillis checks that appendMillis writes times as AppendFormat
+// does with slog.TextHandler's layout, for runs of times within one
+// millisecond, as under load, in several zones and on both sides of 1970.
+func TestAppendMillis(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -3600)}
+	if ny, err := time.LoadLocation("America/New_York"); err == nil {
+		zones = append(zones, ny)
+	}
+	var ms int64
+	for i := range 100000 {
+		switch {
+		case i%20 == 0:
+			ms = rng.Int64N(8e12) - 4e12
+		case i%5 == 0:
+			ms++ // the next millisecond, most often in the same second
+		}
+		at := time.UnixMilli(ms).Add(time.Duration(rng.Int64N(1e6))).In(zones[rng.IntN(len(zones))])
+		const layout = "2006-01-02T15:04:05.000Z07:00"
+		if got, want := string(appendMillis([]byte("x"), at)), "x"+at.Format(layout); got != want {
+			t.Fatalf("appendMillis(%v) = %q, want %q", at, got, want)
+		}
+	}
+}
+
 // BenchmarkAccessLog compares the access line accessLog appends with the
 // same line made by slog.Logger.LogAttrs, in both formats, into a writer
 // that throws it away.
