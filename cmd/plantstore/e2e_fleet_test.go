@@ -114,6 +114,18 @@ func secretFile(t *testing.T) string {
 	return path
 }
 
+// openSQLiteFile opens the SQLite file at path, which a binary under
+// test uses, as another process would; it is closed in t.Cleanup.
+func openSQLiteFile(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // outboxRows returns the events and the deliveries left in the outbox of
 // the database at dsn.
 func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
@@ -273,11 +285,7 @@ func TestTwoBinariesOnOneSQLiteFile(t *testing.T) {
 
 	const n = 200
 	createSpread(t, procs, 1, n)
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLiteFile(t, path)
 	testkit.WaitUntil(t, 2*time.Minute, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit"
-	"github.com/plantstore/plantstore/sqlstore"
 )
 
 // An answer is what one create got from one instance.
@@ -198,11 +197,7 @@ func TestSQLiteStoppedWriterMakesUnready(t *testing.T) {
 	if status, code, err := create(p.URL, 1, "before"); err != nil || status != 200 {
 		t.Fatalf("create before the lock = %d (error %d), %v, want 200", status, code, err)
 	}
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLiteFile(t, path)
 	held, err := db.Begin() // BEGIN IMMEDIATE: the DSN says so
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore/internal/testkit"
-	"github.com/plantstore/plantstore/sqlstore"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -229,11 +227,7 @@ func TestWebhookMetricsEndpoint(t *testing.T) {
 	<-received
 	// The gauge counts the outbox at most once every 5 s, so the first
 	// scrape waits until the delivery's ack has emptied it.
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLiteFile(t, path)
 	testkit.WaitUntil(t, 10*time.Second, "the outbox to empty", func() bool {
 		events, deliveries := outboxRows(t, db)
 		return events == 0 && deliveries == 0

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plantstore/plantstore/internal/testkit"
-	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -169,11 +167,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 	}
 	// The depth gauge counts the outbox at most once every 5 s, so the
 	// first scrape waits until the outbox holds the bound.
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLiteFile(t, path)
 	testkit.WaitUntil(t, 30*time.Second, "the outbox to hold the bound", func() bool {
 		events, _ := outboxRows(t, db)
 		return events == bound
