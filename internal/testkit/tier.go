@@ -33,10 +33,10 @@ func LongOn() bool {
 }
 
 // Main runs m, as a package's TestMain does, with -test.parallel raised to
-// n unless the command line sets it. The packages that call it spend their tests waiting on the
-// processes they start, on a database or on a clock, not on the CPU:
-// GOMAXPROCS tests at a time (the default) would leave a small machine
-// mostly idle.
+// n unless the command line sets it. The packages that call it spend their
+// tests waiting on the processes they start, on a database or on a clock,
+// not on the CPU: GOMAXPROCS tests at a time (the default) would leave a
+// small machine mostly idle.
 func Main(m *testing.M, n int) int {
 	flag.Parse()
 	set := false
