@@ -49,19 +49,7 @@ func PgBouncer(tb testing.TB, target string) string {
 		tb.Fatal(err)
 	}
 	ini := filepath.Join(dir, "pgbouncer.ini")
-	conf := fmt.Sprintf(`[databases]
-* = host=%s port=%s user=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = any
-pool_mode = transaction
-max_client_conn = 500
-default_pool_size = 40
-logfile = %s
-`, host, port, listen, filepath.Join(dir, "pgbouncer.log"))
+	conf := pgbouncerIni(host, port, listen, filepath.Join(dir, "pgbouncer.log"))
 	if err := os.WriteFile(ini, []byte(conf), 0o644); err != nil {
 		os.RemoveAll(dir)
 		tb.Fatal(err)
@@ -106,4 +94,23 @@ logfile = %s
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// pgbouncerIni is the configuration of a PgBouncer listening on
+// 127.0.0.1:listen in transaction mode, for the PostgreSQL server at
+// host:port, logging to logfile.
+func pgbouncerIni(host, port string, listen int, logfile string) string {
+	return fmt.Sprintf(`[databases]
+* = host=%s port=%s user=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 500
+default_pool_size = 40
+logfile = %s
+`, host, port, listen, logfile)
 }
