@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // recorder is Hooks that count what they are told.
@@ -39,6 +40,18 @@ func (r *recorder) hooks() Hooks {
 			r.negative = r.negative || took < 0
 		},
 	}
+}
+
+// waitCommitted waits until Committed has been told of n Creates in all.
+// The committer calls it after it has answered a batch's Creates, so the
+// last Create can return before Committed is told of it.
+func (r *recorder) waitCommitted(t *testing.T, n int) {
+	t.Helper()
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("Committed to be told of %d Creates", n), func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.committed >= n
+	})
 }
 
 func TestHooks(t *testing.T) {
@@ -96,16 +109,7 @@ func TestHooks(t *testing.T) {
 				"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
 				"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
 			}
-			// The committer calls Committed after it has answered the
-			// batch's Creates: the last one may not have been told yet.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-				rec.mu.Lock()
-				n := rec.batches
-				rec.mu.Unlock()
-				if n >= 3 || time.Now().After(deadline) {
-					break
-				}
-			}
+			rec.waitCommitted(t, 3)
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if diff := cmp.Diff(want, rec.done); diff != "" {
@@ -140,6 +144,7 @@ func TestHooksBatchSizes(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	rec.waitCommitted(t, creates)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if rec.committed != creates || rec.batches < 1 || rec.batches > creates {
