@@ -147,7 +147,7 @@ func TestBadVariableIsNamed(t *testing.T) {
 		{"PLANTSTORE_LOG_LEVEL", "loud"},
 		{"PLANTSTORE_LOG_FORMAT", "xml"},
 		{"PLANTSTORE_DB", "mysql://x"},
-		{"PLANTSTORE_READ_TIMEOUT", "0s"},
+		{"PLANTSTORE_READ_TIMEOUT", "-1s"},
 		{"PLANTSTORE_WRITE_TIMEOUT", "soon"},
 		{"PLANTSTORE_SHUTDOWN_TIMEOUT", "-1s"},
 		{"PLANTSTORE_CONVENTIONAL_STATUS", "maybe"},

@@ -149,10 +149,23 @@ func createHead(extra string) string {
 // TestSlowHeadersAreCutOff sends request headers one byte at a time, far
 // slower than the header timeout allows: the server closes the connection
 // before the headers are complete, without answering success, and keeps
-// serving other clients.
+// serving other clients. With -read-header-timeout 0, -read-timeout bounds
+// the headers.
 func TestSlowHeadersAreCutOff(t *testing.T) {
 	t.Parallel()
-	url := startServer(t, "-db", "memory", "-read-header-timeout", "500ms")
+	for _, args := range [][]string{
+		{"-read-header-timeout", "500ms"},
+		{"-read-header-timeout", "0", "-read-timeout", "500ms"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			slowHeaders(t, append([]string{"-db", "memory"}, args...)...)
+		})
+	}
+}
+
+func slowHeaders(t *testing.T, args ...string) {
+	url := startServer(t, args...)
 	conn := dial(t, url)
 	w := watch(conn)
 	head := createHead("Content-Length: 27\r\n")

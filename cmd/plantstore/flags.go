@@ -26,9 +26,12 @@ type options struct {
 	shutdownTimeout time.Duration
 	// readHeaderTimeout and readTimeout bound how long a client may take
 	// to send a request's headers, and its whole request, so that slow
-	// clients cannot hold connections forever.
+	// clients cannot hold connections forever; idleTimeout, how long a
+	// kept-alive connection may wait for its next request. Zero is no
+	// bound: see newServer.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
+	idleTimeout       time.Duration
 	// writeTimeout is how long a client may take to read an answer; see
 	// serverWriteTimeout.
 	writeTimeout  time.Duration
@@ -136,9 +139,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
-	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
-	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers)")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers; 0: as long as -read-timeout allows")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included; 0: no bound")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "how long a kept-alive connection may wait for its next request; 0: no bound")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
@@ -186,7 +190,8 @@ func (o *options) check() error {
 	for _, f := range []struct {
 		flag string
 		d    time.Duration
-	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout}} {
+	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout},
+		{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"idle-timeout", o.idleTimeout}} {
 		if f.d < 0 {
 			return o.flagError(f.flag, errNegative)
 		}
@@ -194,7 +199,7 @@ func (o *options) check() error {
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
-	}{{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
+	}{{"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
 		if t.d <= 0 {
 			return o.flagError(t.flag, errNotPositive)
 		}
@@ -251,7 +256,11 @@ func (o *options) checkPairs() error {
 // arrives (at most -read-timeout) and while the handler waits for the
 // database (at most -db-timeout); the sum leaves the client -write-timeout
 // to read the answer, so that a create the database kept is never cut off
-// before its answer could be written.
+// before its answer could be written. With -write-timeout 0 there is no
+// write deadline.
 func (o *options) serverWriteTimeout() time.Duration {
+	if o.writeTimeout == 0 {
+		return 0
+	}
 	return o.readTimeout + o.dbTimeout + o.writeTimeout
 }

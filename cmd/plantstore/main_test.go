@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -196,17 +197,48 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
-func TestTimeoutFlagsMustBePositive(t *testing.T) {
+func TestTimeoutFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{
-		{"-read-header-timeout", "0s"},
-		{"-read-timeout", "-1s"},
-		{"-write-timeout", "0s"},
-	} {
-		err := run(t.Context(), append(args, "-addr", "127.0.0.1:0", "-db", "memory"), func(string) string { return "" }, io.Discard, io.Discard)
-		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != args[0] || !errors.Is(err, errNotPositive) {
-			t.Errorf("run %v = %v, want a *flagError saying %s must be positive", args, err, args[0])
+	for _, flag := range []string{"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout"} {
+		args := []string{flag, "-1s", "-addr", "127.0.0.1:0", "-db", "memory"}
+		err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard)
+		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != flag || !errors.Is(err, errNegative) {
+			t.Errorf("run %v = %v, want a *flagError saying %s must not be negative", args, err, flag)
 		}
+	}
+
+	// What the flags make of the http.Server, in net/http's terms: a zero
+	// ReadHeaderTimeout is ReadTimeout's, a negative IdleTimeout is none.
+	type deadlines struct{ ReadHeader, Read, Write, Idle time.Duration }
+	tests := []struct {
+		args []string
+		want deadlines
+	}{
+		{nil, deadlines{10 * time.Second, 10 * time.Second, 45 * time.Second, 120 * time.Second}},
+		{[]string{"-read-timeout", "2s", "-db-timeout", "3s", "-write-timeout", "4s", "-idle-timeout", "1m"},
+			deadlines{10 * time.Second, 2 * time.Second, 9 * time.Second, time.Minute}},
+		{[]string{"-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0"},
+			deadlines{0, 0, 0, -1}},
+		{[]string{"-read-header-timeout", "0", "-write-timeout", "0"},
+			deadlines{0, 10 * time.Second, 0, 120 * time.Second}},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(append(tt.args, "-db", "memory"), func(string) string { return "" })
+		if err != nil {
+			t.Errorf("parseFlags %v: %v", tt.args, err)
+			continue
+		}
+		s := newServer(o, http.NotFoundHandler(), 1<<16, slog.New(slog.DiscardHandler))
+		got := deadlines{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("flags %v: http.Server's timeouts (-want +got):\n%s", tt.args, diff)
+		}
+	}
+
+	// With no deadline at all, the server still serves.
+	url := startServer(t, "-db", "memory", "-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0")
+	if status, body := post(t, url, procToken, `{"id":1,"name":"x"}`); status != 200 {
+		t.Errorf("create without deadlines = %d %s, want 200", status, body)
 	}
 }
 
