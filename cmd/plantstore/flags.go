@@ -28,7 +28,8 @@ type options struct {
 	// to send a request's headers, and its whole request, so that slow
 	// clients cannot hold connections forever; idleTimeout, how long a
 	// kept-alive connection may wait for its next request. Zero is no
-	// bound: see newServer.
+	// bound, but for the headers, which readTimeout then bounds: see
+	// newServer.
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
