@@ -73,9 +73,7 @@ func (l *listeners) close() {
 }
 
 // newServer returns the http.Server of one listener: the client deadlines
-// of the options and net/http's own complaints in the log. With the two
-// read timeouts equal, as by default, net/http sets one read deadline per
-// request instead of two.
+// of the options and net/http's own complaints in the log.
 //
 // A zero timeout is none: net/http then neither reads the clock for it nor
 // moves a deadline timer per request. With all four at zero the runtime
