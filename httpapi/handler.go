@@ -106,26 +106,27 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 }
 
 // api is the handler's table of routes: the method and path pattern (in
-// httprouter's syntax) of each, its handle, and whether it needs a bearer
-// token, unless public says otherwise for the handler's configuration.
-// GET routes serve HEAD too. The Routes that [Hooks] report are its
-// patterns.
+// httprouter's syntax) of each, its handle, whether it needs a bearer
+// token, unless public says otherwise for the handler's configuration,
+// and whether machines poll it (see [Route.Polled]). GET routes serve HEAD
+// too. The Routes that [Hooks] report are its patterns.
 var api = [...]struct {
 	method, pattern string
 	handle          func(*handler, http.ResponseWriter, *http.Request, httprouter.Params)
 	token           bool
 	public          func(*config) bool
+	polled          bool
 }{
-	{http.MethodPost, "/plants", (*handler).create, true, nil},
-	{http.MethodGet, "/plants", (*handler).list, true, nil},
-	{http.MethodGet, "/plants/:id", (*handler).plant, true, nil},
-	{http.MethodDelete, "/plants/:id", (*handler).delete, true, nil},
-	{http.MethodGet, "/openapi.json", (*handler).openAPI, false, nil},
-	{http.MethodGet, "/healthz", (*handler).healthz, false, nil},
-	{http.MethodGet, "/readyz", (*handler).readyz, false, nil},
-	{http.MethodGet, "/metrics", (*handler).metrics, true, func(c *config) bool { return c.publicMetrics || c.metricsHandler == nil }},
-	{http.MethodGet, "/docs", (*handler).docs, false, nil},
-	{http.MethodGet, "/docs/:name", (*handler).docs, false, nil},
+	{http.MethodPost, "/plants", (*handler).create, true, nil, false},
+	{http.MethodGet, "/plants", (*handler).list, true, nil, false},
+	{http.MethodGet, "/plants/:id", (*handler).plant, true, nil, false},
+	{http.MethodDelete, "/plants/:id", (*handler).delete, true, nil, false},
+	{http.MethodGet, "/openapi.json", (*handler).openAPI, false, nil, false},
+	{http.MethodGet, "/healthz", (*handler).healthz, false, nil, true},
+	{http.MethodGet, "/readyz", (*handler).readyz, false, nil, true},
+	{http.MethodGet, "/metrics", (*handler).metrics, true, func(c *config) bool { return c.publicMetrics || c.metricsHandler == nil }, true},
+	{http.MethodGet, "/docs", (*handler).docs, false, nil, false},
+	{http.MethodGet, "/docs/:name", (*handler).docs, false, nil, false},
 }
 
 // metrics serves GET /metrics with the handler of [WithMetricsHandler],

@@ -81,6 +81,21 @@ func (r Route) Methods() []string {
 	return ms
 }
 
+// Polled reports whether r is a route that machines ask for every few
+// seconds: the probes of load balancers and orchestrators (/healthz,
+// /readyz) and the scrapes of a metrics collector (/metrics). A span or an
+// info-level log line of each would drown those of the API's own
+// requests, so tracing leaves them out and access logs write their
+// successes at debug level.
+func (r Route) Polled() bool {
+	for i, rt := range api {
+		if apiRoutes[i] == r && rt.polled {
+			return true
+		}
+	}
+	return false
+}
+
 // Routes returns every Route a [Served] may hold, RouteOther first, then
 // the handler's route patterns in the order of its table.
 func Routes() []Route {

@@ -198,3 +198,19 @@ func TestDocsRoute(t *testing.T) {
 		}
 	})
 }
+
+// TestRoutePolled checks which routes machines poll: the probes and the
+// metrics, and no route of the API itself.
+func TestRoutePolled(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, r := range httpapi.Routes() {
+		if r.Polled() {
+			got = append(got, r.String())
+		}
+	}
+	want := []string{"/healthz", "/readyz", "/metrics"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("polled routes (-want +got):\n%s", diff)
+	}
+}

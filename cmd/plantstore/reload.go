@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -76,14 +77,14 @@ func loadCertificate(o *options, logger *slog.Logger) (*tls.Certificate, error) 
 	if o.tlsCert == "" {
 		return nil, nil
 	}
-	if err := warnIfShared(logger, "TLS key file", o.tlsKey); err != nil {
+	if err := secretfile.WarnIfShared(logger, "TLS key file", o.tlsKey); err != nil {
 		return nil, fmt.Errorf("TLS key: %w", err)
 	}
-	certPEM, err := readSecretFile(o.tlsCert)
+	certPEM, err := secretfile.Read(o.tlsCert)
 	if err != nil {
 		return nil, fmt.Errorf("TLS certificate: %w", err)
 	}
-	keyPEM, err := readSecretFile(o.tlsKey)
+	keyPEM, err := secretfile.Read(o.tlsKey)
 	if err != nil {
 		return nil, fmt.Errorf("TLS key: %w", err)
 	}

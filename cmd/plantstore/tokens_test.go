@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
@@ -65,7 +66,7 @@ func TestLoadTokensRefusesTokensNoClientCanSend(t *testing.T) {
 func TestLoadTokensBoundsTheFile(t *testing.T) {
 	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big")
-	if err := os.WriteFile(big, []byte(strings.Repeat("tok\n", maxSecretFile/4)+"x"), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat("tok\n", secretfile.MaxSize/4)+"x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, file := range []string{"/dev/zero", big} {
@@ -74,8 +75,8 @@ func TestLoadTokensBoundsTheFile(t *testing.T) {
 			continue
 		}
 		_, err := loadTokens(file, func(string) string { return "" }, slog.New(slog.DiscardHandler))
-		if se, ok := errors.AsType[*secretFileError](err); !ok || se.Path != file || !errors.Is(err, errFileTooLarge) {
-			t.Errorf("loadTokens(%s) = %v, want errFileTooLarge in a *secretFileError for the file", file, err)
+		if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file || !errors.Is(err, secretfile.ErrTooLarge) {
+			t.Errorf("loadTokens(%s) = %v, want secretfile.ErrTooLarge in a *secretfile.Error for the file", file, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -49,10 +50,10 @@ func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) 
 	// newline is not part of the key.
 	secret, file := strings.TrimSpace(getenv("PLANTSTORE_WEBHOOK_SECRET")), ""
 	if o.webhookSecret != "" {
-		if err := warnIfShared(logger, "webhook secret file", o.webhookSecret); err != nil {
+		if err := secretfile.WarnIfShared(logger, "webhook secret file", o.webhookSecret); err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)
 		}
-		data, err := readSecretFile(o.webhookSecret)
+		data, err := secretfile.Read(o.webhookSecret)
 		if err != nil {
 			return "", fmt.Errorf("webhook secret: %w", err)
 		}

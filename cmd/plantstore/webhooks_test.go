@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -103,7 +104,7 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 	}{
 		{name: "5 bytes in the variable", env: weak, wantErr: webhook.ErrSecret},
 		{name: "5 bytes in the file", env: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", file: weak + "\n", wantErr: webhook.ErrSecret},
-		{name: "file past 1 MiB", file: strings.Repeat("x", maxSecretFile+1), wantErr: errFileTooLarge},
+		{name: "file past 1 MiB", file: strings.Repeat("x", secretfile.MaxSize+1), wantErr: secretfile.ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,8 +130,8 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 				if we, ok := errors.AsType[*weakSecretError](err); !ok || we.File != file {
 					t.Errorf("run = %v, want a *weakSecretError for file %q", err, file)
 				}
-			} else if se, ok := errors.AsType[*secretFileError](err); !ok || se.Path != file {
-				t.Errorf("run = %v, want a *secretFileError for %s", err, file)
+			} else if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file {
+				t.Errorf("run = %v, want a *secretfile.Error for %s", err, file)
 			}
 			// The log is text the operator reads: only its text can tell
 			// that it does not show the secret.
