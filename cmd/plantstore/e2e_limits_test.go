@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/server"
 )
 
 // These tests drive the real server with requests that cost the server
@@ -272,7 +274,7 @@ func TestAnswersNetHTTPGivesItself(t *testing.T) {
 		{"two Transfer-Encodings", createHead("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"), 501, "text/plain; charset=utf-8"},
 		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n\r\n", 505, "text/plain; charset=utf-8"},
 		{"headers past what net/http reads", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " +
-			strings.Repeat("a", serverHeaderBytes+8<<10) + "\r\n\r\n", 431, "text/plain; charset=utf-8"},
+			strings.Repeat("a", 2*server.DefaultMaxHeaderBytes+8<<10) + "\r\n\r\n", 431, "text/plain; charset=utf-8"},
 		{"an expectation other than 100-continue", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nExpect: tea\r\n\r\n", 417, ""},
 	}
 	for i, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/server"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -25,16 +26,14 @@ type options struct {
 	conventional    bool
 	shutdownTimeout time.Duration
 	// readHeaderTimeout and readTimeout bound how long a client may take
-	// to send a request's headers, and its whole request, so that slow
-	// clients cannot hold connections forever; idleTimeout, how long a
-	// kept-alive connection may wait for its next request. Zero is no
-	// bound, but for the headers, which readTimeout then bounds: see
-	// newServer.
+	// to send a request's headers, and its whole request; idleTimeout,
+	// how long a kept-alive connection may wait for its next request
+	// (see timeouts: server.Timeouts says what zero leaves).
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
-	// writeTimeout is how long a client may take to read an answer; see
-	// serverWriteTimeout.
+	// writeTimeout is how long a client may take to read an answer;
+	// server.Timeouts says what write deadline it makes.
 	writeTimeout  time.Duration
 	webhooks      listFlag
 	webhookSecret string
@@ -139,11 +138,11 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log line `format`: text (key=value) or json")
 	fs.Int64Var(&o.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.BoolVar(&o.conventional, "conventional-status", false, "answer failures with the HTTP status of their error code instead of 400")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain in-flight requests on SIGINT or SIGTERM")
-	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers; 0: as long as -read-timeout allows")
-	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "how long a client may take to send a whole request, body included; 0: no bound")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
-	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "how long a kept-alive connection may wait for its next request; 0: no bound")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to drain in-flight requests on SIGINT or SIGTERM")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", server.DefaultTimeouts.ReadHeader, "how long a client may take to send a request's headers; 0: as long as -read-timeout allows")
+	fs.DurationVar(&o.readTimeout, "read-timeout", server.DefaultTimeouts.Read, "how long a client may take to send a whole request, body included; 0: no bound")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultTimeouts.Idle, "how long a kept-alive connection may wait for its next request; 0: no bound")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
@@ -252,16 +251,15 @@ func (o *options) checkPairs() error {
 	return nil
 }
 
-// serverWriteTimeout is the http.Server's WriteTimeout. net/http counts it
-// from the end of a request's headers, so it also runs while the body
-// arrives (at most -read-timeout) and while the handler waits for the
-// database (at most -db-timeout); the sum leaves the client -write-timeout
-// to read the answer, so that a create the database kept is never cut off
-// before its answer could be written. With -write-timeout 0 there is no
-// write deadline.
-func (o *options) serverWriteTimeout() time.Duration {
-	if o.writeTimeout == 0 {
-		return 0
+// timeouts returns the client deadlines of the flags, with -db-timeout as
+// the longest the handler waits, which package server adds to the write
+// deadline.
+func (o *options) timeouts() server.Timeouts {
+	return server.Timeouts{
+		ReadHeader: o.readHeaderTimeout,
+		Read:       o.readTimeout,
+		Write:      o.writeTimeout,
+		Idle:       o.idleTimeout,
+		Handler:    o.dbTimeout,
 	}
-	return o.readTimeout + o.dbTimeout + o.writeTimeout
 }

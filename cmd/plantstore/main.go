@@ -26,6 +26,7 @@ import (
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/oteltrace"
 	"github.com/plantstore/plantstore/promstats"
+	"github.com/plantstore/plantstore/server"
 	"github.com/plantstore/plantstore/sqlstore"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	// SIGHUP re-reads the files of secrets once serving (see
-	// secrets.reload); caught from here on, it no longer ends the process.
+	// server.Server.Reload); caught from here on, it no longer ends the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -113,12 +114,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	lns, err := listen(o)
+	reg := newRegistry()
+	if err := promstats.LogWriter(reg, logs); err != nil {
+		return err
+	}
+	srv, err := listen(o, sec, reg, hup, logger)
 	if err != nil {
 		return err
 	}
-	defer lns.close()
-	o.instance = instanceName(lns.api.Addr())
+	defer srv.Close()
+	o.instance = instanceName(srv.Addr())
 
 	// Flushed last, once the requests and the deliveries have ended.
 	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
@@ -126,8 +131,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer stopTracing()
-	reg := newRegistry()
-	reg.MustRegister(logs.droppedCounter())
 	ps, stop, err := openPlantStore(ctx, o, sec, reg, tp, logger)
 	if err != nil {
 		return err
@@ -140,8 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer sec.watch(ctx, hup)()
-	return serve(ctx, o, lns, handler, sec.tlsConfig(), reg, logger, stdout)
+	return serve(ctx, o, srv, handler, logger, stdout)
 }
 
 // ensureToken makes up a token and prints it when none is configured, so
@@ -161,10 +163,10 @@ func ensureToken(sec *secrets, stdout io.Writer) error {
 }
 
 // startLogs starts the binary's log output to stderr and its logger.
-func startLogs(o *options, stderr io.Writer) (*logWriter, *slog.Logger) {
-	logs := newLogWriter(stderr)
+func startLogs(o *options, stderr io.Writer) (*server.LogWriter, *slog.Logger) {
+	logs := server.NewLogWriter(stderr)
 	logger := newLogger(o, logs)
-	logs.onDrop(func(n int64) {
+	logs.OnDrop(func(n int64) {
 		logger.Warn("log lines dropped: the log output did not take them in time", "dropped", n)
 	})
 	return logs, logger
@@ -208,7 +210,7 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 // access log as hooks, /metrics unless -metrics-addr takes it elsewhere,
 // and /docs unless -docs=false; inside otelhttp's handler when tp traces
 // it.
-func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *logWriter, logger *slog.Logger) (http.Handler, error) {
+func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *server.LogWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
 		return nil, err
@@ -230,7 +232,7 @@ func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec 
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithHooks(hooks),
-		httpapi.WithMaxHeaderBytes(maxHeaderBytes),
+		httpapi.WithMaxHeaderBytes(server.DefaultMaxHeaderBytes),
 		httpapi.WithReadyTimeout(o.readyTimeout),
 	}
 	if o.conventional {

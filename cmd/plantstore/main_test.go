@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/server"
 )
 
 // logged counts the records in text log output, a binary's stderr, whose
@@ -207,20 +207,21 @@ func TestTimeoutFlags(t *testing.T) {
 		}
 	}
 
-	// What the flags make of the http.Server, in net/http's terms: a zero
-	// ReadHeaderTimeout is ReadTimeout's, a negative IdleTimeout is none.
-	type deadlines struct{ ReadHeader, Read, Write, Idle time.Duration }
+	// What the flags make of the server's deadlines, with -db-timeout as
+	// the handler's; server's TestDeadlinesInNetHTTPTerms shows what these
+	// rows make of the http.Server: write deadlines of 45 s, 9 s, none and
+	// none, and a zero idle timeout as none.
 	tests := []struct {
 		args []string
-		want deadlines
+		want server.Timeouts
 	}{
-		{nil, deadlines{10 * time.Second, 10 * time.Second, 45 * time.Second, 120 * time.Second}},
+		{nil, server.Timeouts{ReadHeader: 10 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: 120 * time.Second, Handler: 5 * time.Second}},
 		{[]string{"-read-timeout", "2s", "-db-timeout", "3s", "-write-timeout", "4s", "-idle-timeout", "1m"},
-			deadlines{10 * time.Second, 2 * time.Second, 9 * time.Second, time.Minute}},
+			server.Timeouts{ReadHeader: 10 * time.Second, Read: 2 * time.Second, Write: 4 * time.Second, Idle: time.Minute, Handler: 3 * time.Second}},
 		{[]string{"-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0"},
-			deadlines{0, 0, 0, -1}},
+			server.Timeouts{Handler: 5 * time.Second}},
 		{[]string{"-read-header-timeout", "0", "-write-timeout", "0"},
-			deadlines{0, 10 * time.Second, 0, 120 * time.Second}},
+			server.Timeouts{Read: 10 * time.Second, Idle: 120 * time.Second, Handler: 5 * time.Second}},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(append(tt.args, "-db", "memory"), func(string) string { return "" })
@@ -228,10 +229,8 @@ func TestTimeoutFlags(t *testing.T) {
 			t.Errorf("parseFlags %v: %v", tt.args, err)
 			continue
 		}
-		s := newServer(o, http.NotFoundHandler(), 1<<16, slog.New(slog.DiscardHandler))
-		got := deadlines{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("flags %v: http.Server's timeouts (-want +got):\n%s", tt.args, diff)
+		if diff := cmp.Diff(tt.want, o.timeouts()); diff != "" {
+			t.Errorf("flags %v: the server's timeouts (-want +got):\n%s", tt.args, diff)
 		}
 	}
 

@@ -1,37 +1,33 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/plantstore/plantstore/httpapi"
-	"github.com/plantstore/plantstore/internal/secretfile"
+	"github.com/plantstore/plantstore/server"
 	"github.com/plantstore/plantstore/webhook"
 )
 
 // secrets holds what the binary reads from files at start and again on
-// SIGHUP: the TLS certificate, the accepted tokens and the webhook signing
-// secret. A TLS handshake and a request each read the current value with
-// one atomic load; reload swaps in a new value whole, so that what is in
-// flight finishes with the old one and what comes next sees the new.
+// SIGHUP, besides the TLS certificate, which package server re-reads: the
+// accepted tokens and the webhook signing secret. A request reads the
+// current tokens with one atomic load; a reload swaps in new ones whole,
+// so that what is in flight finishes with the old ones and what comes
+// next sees the new.
 type secrets struct {
 	o      *options
 	getenv func(string) string
 	logger *slog.Logger
 
-	cert   atomic.Pointer[tls.Certificate] // nil without -tls-cert
 	tokens atomic.Pointer[tokenSet]
 
-	mu sync.Mutex // held by reload, and over the two fields below
+	mu sync.Mutex // held over the two fields below
 	// webhookSecret is the secret deliveries are signed with, "" without
 	// -webhook; webhooks is their Dispatcher once started.
 	webhookSecret string
@@ -47,10 +43,9 @@ type tokenSet struct {
 	sum [sha256.Size]byte
 }
 
-// loadSecrets reads the webhook secret, the tokens and the TLS
-// certificate the options and the environment give. Any that cannot be
-// used is an error: at start, unlike at a reload, there is no old value
-// to keep.
+// loadSecrets reads the webhook secret and the tokens the options and
+// the environment give. Any that cannot be used is an error: at start,
+// unlike at a reload, there is no old value to keep.
 func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*secrets, error) {
 	s := &secrets{o: o, getenv: getenv, logger: logger}
 	var err error
@@ -62,37 +57,7 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 		return nil, err
 	}
 	s.setTokens(tokens)
-	cert, err := loadCertificate(o, logger)
-	if err != nil {
-		return nil, err
-	}
-	s.cert.Store(cert)
 	return s, nil
-}
-
-// loadCertificate returns the certificate and key -tls-cert and -tls-key
-// name, or nil without them. Each file is read as a file of secrets is,
-// to at most 1 MiB.
-func loadCertificate(o *options, logger *slog.Logger) (*tls.Certificate, error) {
-	if o.tlsCert == "" {
-		return nil, nil
-	}
-	if err := secretfile.WarnIfShared(logger, "TLS key file", o.tlsKey); err != nil {
-		return nil, fmt.Errorf("TLS key: %w", err)
-	}
-	certPEM, err := secretfile.Read(o.tlsCert)
-	if err != nil {
-		return nil, fmt.Errorf("TLS certificate: %w", err)
-	}
-	keyPEM, err := secretfile.Read(o.tlsKey)
-	if err != nil {
-		return nil, fmt.Errorf("TLS key: %w", err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("TLS certificate %s and key %s: %w", o.tlsCert, o.tlsKey, err)
-	}
-	return &cert, nil
 }
 
 // setTokens makes tokens, checked with [httpapi.CheckToken], the accepted
@@ -117,102 +82,22 @@ func (s *secrets) Authenticate(r *http.Request, token string) error {
 	return s.tokens.Load().Authenticate(r, token)
 }
 
-// tlsConfig returns the TLS configuration of the API's listener, nil
-// without -tls-cert: TLS 1.2 or later, HTTP/2 offered, and the
-// certificate of the latest load.
-func (s *secrets) tlsConfig() *tls.Config {
-	if s.cert.Load() == nil {
-		return nil
+// reloaders returns the options that make the server re-read, at each
+// reload, -token-file and -webhook-secret-file, when given. Each that
+// loads replaces the value in use; each that does not keeps its old
+// value. What came from the environment or was generated at start stays
+// as it is.
+func (s *secrets) reloaders() []server.Option {
+	var opts []server.Option
+	if s.o.tokenFile != "" {
+		opts = append(opts, server.WithReload("tokens", s.reloadTokens, func() []slog.Attr {
+			return []slog.Attr{slog.Int("tokens", s.tokens.Load().n)}
+		}))
 	}
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return s.cert.Load(), nil
-		},
+	if s.o.webhookSecret != "" {
+		opts = append(opts, server.WithReload("webhook secret", s.reloadWebhookSecret, nil))
 	}
-}
-
-// watch reloads s at each signal on c, until ctx ends or the returned
-// function is called; that function returns once a reload under way has
-// ended, so that none logs after the log is closed.
-func (s *secrets) watch(ctx context.Context, c <-chan os.Signal) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c:
-				s.reload()
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// reload re-reads the files of secrets the binary was given: -tls-cert
-// and -tls-key, -token-file, -webhook-secret-file. Each that loads
-// replaces the value in use; each that does not is logged at error level,
-// with why, and its old value stays. Then one info line says what
-// changed, never the secrets themselves. What came from the environment
-// or was generated at start stays as it is.
-func (s *secrets) reload() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var changed, failed []string
-	for _, part := range []struct {
-		name   string
-		reread bool
-		load   func() (bool, error)
-	}{
-		{"certificate", s.o.tlsCert != "", s.reloadCertificate},
-		{"tokens", s.o.tokenFile != "", s.reloadTokens},
-		{"webhook secret", s.o.webhookSecret != "" && s.webhooks != nil, s.reloadWebhookSecret},
-	} {
-		if !part.reread {
-			continue
-		}
-		ok, err := part.load()
-		switch {
-		case err != nil:
-			failed = append(failed, part.name)
-			s.logger.Error("reload: kept the old "+part.name, "err", err)
-		case ok:
-			changed = append(changed, part.name)
-		}
-	}
-	attrs := []any{"changed", listOrNone(changed), "kept_after_error", listOrNone(failed)}
-	if slices.Contains(changed, "certificate") {
-		leaf := s.cert.Load().Leaf
-		attrs = append(attrs, "certificate_serial", leaf.SerialNumber.Text(16), "certificate_expires", leaf.NotAfter)
-	}
-	if slices.Contains(changed, "tokens") {
-		attrs = append(attrs, "tokens", s.tokens.Load().n)
-	}
-	s.logger.Info("configuration reloaded", attrs...)
-}
-
-// listOrNone returns the items of l separated by commas, or "none".
-func listOrNone(l []string) string {
-	if len(l) == 0 {
-		return "none"
-	}
-	return strings.Join(l, ",")
-}
-
-func (s *secrets) reloadCertificate() (bool, error) {
-	cert, err := loadCertificate(s.o, s.logger)
-	if err != nil {
-		return false, err
-	}
-	old := s.cert.Swap(cert)
-	return !slices.Equal(old.Certificate[0], cert.Certificate[0]), nil
+	return opts
 }
 
 func (s *secrets) reloadTokens() (bool, error) {
@@ -223,7 +108,14 @@ func (s *secrets) reloadTokens() (bool, error) {
 	return s.setTokens(tokens), nil
 }
 
+// reloadWebhookSecret re-reads the webhook secret, once deliveries have
+// started.
 func (s *secrets) reloadWebhookSecret() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.webhooks == nil {
+		return false, nil
+	}
 	secret, err := webhookSecret(s.o, s.getenv, s.logger)
 	if err != nil {
 		return false, err

@@ -1,7 +1,8 @@
-package main
+package server_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/server"
 )
 
 // stuckWriter takes no write until released, like a stderr pipe nobody
@@ -33,19 +35,23 @@ func (s *stuckWriter) String() string {
 	return s.b.String()
 }
 
+// TestLogWriterDropsInsteadOfBlocking writes three times what a LogWriter
+// keeps to an output that takes nothing: every Write returns at once, the
+// lines past the bound are dropped and counted, and once the output takes
+// lines again the report says how many, and nothing else is lost.
 func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
 	t.Parallel()
 	out := &stuckWriter{release: make(chan struct{})}
-	lw := newLogWriter(out)
+	lw := server.NewLogWriter(out)
 	var reported atomic.Int64
-	lw.onDrop(func(n int64) {
+	lw.OnDrop(func(n int64) {
 		reported.Add(n)
 		fmt.Fprintf(lw, "dropped=%d\n", n)
 	})
 	t.Cleanup(func() { lw.Close() })
 
 	line := strings.Repeat("x", 99) + "\n"
-	const n = 3 * maxBuffered / 100 // three times what may wait
+	const n = 3 * server.MaxBuffered / 100 // three times what may wait
 	for i := range n {
 		// Each Write returns though nothing reaches the output: a stuck
 		// Write would hang the test here.
@@ -53,7 +59,7 @@ func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
 			t.Fatalf("Write %d: %v", i, err)
 		}
 	}
-	dropped := lw.droppedTotal.Load()
+	dropped := lw.Dropped()
 	if dropped == 0 {
 		t.Fatalf("%d lines written to a stuck output, none dropped", n)
 	}
@@ -81,5 +87,29 @@ func TestLogWriterDropsInsteadOfBlocking(t *testing.T) {
 	}
 	if inOutput != dropped {
 		t.Errorf("output reports %d dropped lines, want %d", inOutput, dropped)
+	}
+}
+
+// failingWriter refuses every write.
+type failingWriter struct{}
+
+func (failingWriter) Write(p []byte) (int, error) { return 0, errors.New("output gone") }
+
+// TestLogWriterCountsRefusedLines checks that lines the output refuses
+// with an error are counted as dropped and reported.
+func TestLogWriterCountsRefusedLines(t *testing.T) {
+	t.Parallel()
+	lw := server.NewLogWriter(failingWriter{})
+	var reported atomic.Int64
+	lw.OnDrop(func(n int64) { reported.Add(n) })
+	for range 3 {
+		fmt.Fprintln(lw, "a line")
+	}
+	lw.Close()
+	if got := lw.Dropped(); got != 3 {
+		t.Errorf("Dropped = %d, want the 3 lines the output refused", got)
+	}
+	if got := reported.Load(); got != 3 {
+		t.Errorf("reported %d dropped lines, want 3", got)
 	}
 }

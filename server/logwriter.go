@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -6,29 +6,29 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// logWriter buffers log lines and writes them to the log output from a
-// goroutine of its own, every flushEvery or as soon as flushAt bytes wait,
-// so that a busy server does not pay a write system call per request
-// line, and so that serving never waits for the log output: while it
-// does not take lines (a stderr pipe nobody reads), lines are kept up to
-// maxBuffered bytes and the rest are dropped and counted. Once the output
-// takes lines again, a warning says how many were dropped. It expects one
-// whole line per Write, as slog's handlers make.
-type logWriter struct {
+// A LogWriter buffers log lines and writes them to its output from a
+// goroutine of its own, every 100 ms or as soon as 64 KiB wait, so that a
+// busy server does not pay a write system call per access line, and so
+// that serving never waits for the log output: while the output takes no
+// lines (a stderr pipe nobody reads), lines are kept up to 1 MiB and the
+// rest are dropped and counted (TestLogWriterDropsInsteadOfBlocking).
+// Once the output takes lines again, the function of [LogWriter.OnDrop]
+// is told how many were dropped. It expects one whole line per Write, as
+// slog's handlers make: give it to slog.NewTextHandler or
+// slog.NewJSONHandler, and to the handler's access log.
+type LogWriter struct {
 	w io.Writer
 
 	mu      sync.Mutex
 	buf     []byte // lines waiting for the flusher
 	dropped int64  // lines dropped since the flusher last reported
 	// report, when set, is told how many lines were dropped, once the
-	// output has taken a write after they were; see onDrop.
+	// output has taken a write after they were; see OnDrop.
 	report func(n int64)
 
-	// droppedTotal counts every line dropped, for the metric.
+	// droppedTotal counts every line dropped, for Dropped.
 	droppedTotal atomic.Int64
 
 	kick     chan struct{} // tells the flusher that flushAt bytes wait
@@ -47,16 +47,18 @@ const (
 	closeWait = 2 * time.Second
 )
 
-func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{w: w, buf: make([]byte, 0, flushAt),
+// NewLogWriter returns a LogWriter writing to w, and starts its
+// goroutine; [LogWriter.Close] stops it.
+func NewLogWriter(w io.Writer) *LogWriter {
+	lw := &LogWriter{w: w, buf: make([]byte, 0, flushAt),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go lw.flushLoop()
 	return lw
 }
 
-// Write keeps p for the flusher, or drops it when maxBuffered bytes are
-// already waiting. It never blocks on the output and never fails.
-func (lw *logWriter) Write(p []byte) (int, error) {
+// Write keeps p for the flusher, or drops it when 1 MiB is already
+// waiting. It never blocks on the output and never fails.
+func (lw *LogWriter) Write(p []byte) (int, error) {
 	lw.mu.Lock()
 	if len(lw.buf)+len(p) > maxBuffered {
 		lw.dropped++
@@ -76,7 +78,7 @@ func (lw *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (lw *logWriter) flushLoop() {
+func (lw *LogWriter) flushLoop() {
 	defer close(lw.done)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
@@ -97,7 +99,7 @@ func (lw *logWriter) flushLoop() {
 // flush writes the lines waiting, swapping in spare to take the next
 // ones, and returns the buffer it wrote for the next call to swap in.
 // The lock is not held while the output writes.
-func (lw *logWriter) flush(spare []byte) []byte {
+func (lw *LogWriter) flush(spare []byte) []byte {
 	lw.mu.Lock()
 	b := lw.buf
 	lw.buf = spare[:0]
@@ -124,27 +126,26 @@ func (lw *logWriter) flush(spare []byte) []byte {
 	return b
 }
 
-// onDrop makes lw call report with the number of lines it dropped, from
+// OnDrop makes lw call report with the number of lines it dropped, from
 // its flushing goroutine, once the output has taken a write after they
-// were dropped. report may log through lw.
-func (lw *logWriter) onDrop(report func(n int64)) {
+// were dropped; lines the output refused with an error count as dropped
+// too. report may log through lw, as the plantstore binary does:
+// "log lines dropped: the log output did not take them in time".
+func (lw *LogWriter) OnDrop(report func(n int64)) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	lw.report = report
 }
 
-// droppedCounter returns the metric of the lines lw dropped.
-func (lw *logWriter) droppedCounter() prometheus.Collector {
-	return prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "plantstore_log_lines_dropped_total",
-		Help: "Log lines dropped because the log output (stderr) did not take them in time.",
-	}, func() float64 { return float64(lw.droppedTotal.Load()) })
-}
+// Dropped returns how many lines lw has dropped since [NewLogWriter], for
+// a metric (package promstats has one).
+func (lw *LogWriter) Dropped() int64 { return lw.droppedTotal.Load() }
 
 // Close writes what is buffered and stops the flushing goroutine. It waits
-// at most closeWait for an output that does not take the lines. Closing
-// again does nothing more.
-func (lw *logWriter) Close() error {
+// at most 2 seconds for an output that does not take the lines. Closing
+// again does nothing more. Lines written after Close are kept and never
+// written.
+func (lw *LogWriter) Close() error {
 	lw.stopOnce.Do(func() { close(lw.stop) })
 	select {
 	case <-lw.done:

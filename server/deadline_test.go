@@ -1,0 +1,235 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/memstore"
+	"github.com/plantstore/plantstore/server"
+)
+
+// These tests drive a Server over loopback with raw TCP clients that
+// misbehave: slow, oversized, or not reading. Every wait ends by itself:
+// a connection the server does not close within wait fails the test.
+
+// echo answers each request with its body.
+var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	w.Write(b)
+})
+
+// dial opens a raw TCP connection to srv, closed when the test ends, on
+// which reads end at the latest after wait.
+func dial(t *testing.T, srv *running) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", srv.Addr().String(), wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(wait))
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// trickle writes data one byte every interval until it is all written, a
+// write fails, or stop is closed, and returns how many bytes it wrote.
+func trickle(conn net.Conn, data []byte, interval time.Duration, stop <-chan struct{}) int {
+	for i := range data {
+		select {
+		case <-stop:
+			return i
+		case <-time.After(interval):
+		}
+		if _, err := conn.Write(data[i : i+1]); err != nil {
+			return i
+		}
+	}
+	return len(data)
+}
+
+// isSuccess reports whether data starts with an HTTP 2xx status line.
+func isSuccess(data []byte) bool {
+	return bytes.HasPrefix(data, []byte("HTTP/1.1 2")) || bytes.HasPrefix(data, []byte("HTTP/1.0 2"))
+}
+
+// checkServing fails the test unless srv still answers a request.
+func checkServing(t *testing.T, srv *running) {
+	t.Helper()
+	resp, err := http.Post(srv.url, "text/plain", strings.NewReader("still serving"))
+	if err != nil {
+		t.Fatalf("a request after the hostile client: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 100))
+	if resp.StatusCode != 200 || string(b) != "still serving" {
+		t.Errorf("a request after the hostile client = %d %q, want 200 and its body", resp.StatusCode, b)
+	}
+}
+
+// TestSlowHeadersAreCutOff sends request headers one byte at a time, far
+// slower than ReadHeader allows: the server closes the connection before
+// they are complete, without answering, and keeps serving other clients.
+// With ReadHeader zero, Read bounds the headers.
+func TestSlowHeadersAreCutOff(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		t    server.Timeouts
+	}{
+		{"ReadHeader", server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Minute}},
+		{"Read when ReadHeader is zero", server.Timeouts{Read: 500 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := start(t, echo, server.WithTimeouts(tt.t))
+			conn := dial(t, srv)
+			done := make(chan struct{})
+			var got []byte
+			var err error
+			go func() {
+				defer close(done)
+				got, err = io.ReadAll(conn)
+			}()
+			head := "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n"
+			// At one byte per 100 ms the headers would take 7 s to send.
+			sent := trickle(conn, []byte(head), 100*time.Millisecond, done)
+			<-done
+			if !isClosed(err) {
+				t.Fatalf("the server did not close a connection whose headers trickled in: %v", err)
+			}
+			if sent == len(head) || isSuccess(got) {
+				t.Errorf("%d of %d header bytes sent and %q answered before the server closed the connection, want it cut off part way, without a success",
+					sent, len(head), got)
+			}
+			t.Logf("cut off after %d of %d header bytes; the server sent %q", sent, len(head), got)
+			checkServing(t, srv)
+		})
+	}
+}
+
+// TestSlowBodyWithinReadIsAnswered sends a request's body over longer
+// than Write, within Read: the write deadline runs from the end of the
+// headers, so it must leave room for the body (and the handler) besides
+// the write, or the handler's work would be done and its answer never
+// sent.
+func TestSlowBodyWithinReadIsAnswered(t *testing.T) {
+	t.Parallel()
+	srv := start(t, echo, server.WithTimeouts(server.Timeouts{Read: 10 * time.Second, Write: time.Second}))
+	conn := dial(t, srv)
+	body := "a body sent slowly"
+	if _, err := fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:5]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the slow client: past Write, on purpose
+	if _, err := io.WriteString(conn, body[5:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a request whose body took longer than Write: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != body {
+		t.Errorf("answer = %d %q, want 200 %q", resp.StatusCode, got, body)
+	}
+}
+
+// TestUnreadAnswerIsCutOff sends a request for an endless answer and
+// reads none of it: once the kernel's buffers are full, the handler's
+// write waits on the client until the write deadline ends it, and the
+// server drops the connection rather than wait as long as the client
+// likes.
+func TestUnreadAnswerIsCutOff(t *testing.T) {
+	t.Parallel()
+	writeErr := make(chan error, 1)
+	chunk := make([]byte, 64<<10)
+	endless := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/endless" {
+			echo(w, r)
+			return
+		}
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	})
+	srv := start(t, endless, server.WithTimeouts(server.Timeouts{Read: 300 * time.Millisecond, Write: 300 * time.Millisecond}))
+	conn := dial(t, srv)
+	if _, err := io.WriteString(conn, "GET /endless HTTP/1.1\r\nHost: plantstore\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-writeErr:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the handler's write ended with %v, want the write deadline", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the handler still writes to a client that reads nothing after %v", wait)
+	}
+	n, err := io.Copy(io.Discard, conn)
+	if !isClosed(err) {
+		t.Errorf("the server kept the connection whose answer went unread: %v after %d bytes", err, n)
+	}
+	checkServing(t, srv)
+}
+
+// TestHeadersOverTwiceTheLimit sends headers past the handler's limit to
+// the plantstore API: up to twice the limit they reach the handler, which
+// answers with the API's Error in JSON; past that, net/http answers 431
+// itself, as text/plain, without reading the rest.
+func TestHeadersOverTwiceTheLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 8 << 10
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus(),
+		httpapi.WithTokens("tok"))
+	srv := start(t, h, server.WithMaxHeaderBytes(limit))
+	tests := []struct {
+		name     string
+		filler   int
+		wantType string
+		wantCode int // the Error's, 0 for none
+	}{
+		{"within the limit", limit / 2, "application/json", 0},
+		{"over the limit", limit * 3 / 2, "application/json", 431},
+		{"over twice the limit", 2*limit + 8<<10, "text/plain; charset=utf-8", 0},
+	}
+	for _, tt := range tests {
+		conn := dial(t, srv)
+		req := "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " + strings.Repeat("a", tt.filler) + "\r\n\r\n"
+		go io.WriteString(conn, req) // past twice the limit, net/http stops reading
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", tt.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct{ Error int }
+		json.Unmarshal(body, &e)
+		wantStatus := 200
+		if tt.name != "within the limit" {
+			wantStatus = 431
+		}
+		if resp.StatusCode != wantStatus || resp.Header.Get("Content-Type") != tt.wantType || e.Error != tt.wantCode {
+			t.Errorf("%s: answered %d (%s) %q, want %d (%s) with Error %d", tt.name, resp.StatusCode,
+				resp.Header.Get("Content-Type"), body, wantStatus, tt.wantType, tt.wantCode)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/server"
+)
+
+// wait bounds every wait of these tests; none should come near it.
+const wait = 30 * time.Second
+
+// newLogger returns a logger writing text lines without their time to w,
+// so that tests can compare lines whole.
+func newLogger(w *testkit.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// A running is a Server that Serve serves until stop, with what it
+// logged.
+type running struct {
+	*server.Server
+	url  string // http://ADDR, or https://ADDR with WithTLS
+	logs *testkit.Buffer
+	// stop ends Serve's context and returns Serve's error.
+	stop func() error
+}
+
+// start listens on a free loopback port with opts, after a logger of its
+// own and no reloading by signal, which opts may replace, and serves h
+// until the test ends.
+func start(t *testing.T, h http.Handler, opts ...server.Option) *running {
+	t.Helper()
+	logs := &testkit.Buffer{}
+	opts = append([]server.Option{server.WithLogger(newLogger(logs)), server.WithReloadOn(nil)}, opts...)
+	srv, err := server.Listen("127.0.0.1:0", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveOn(t, srv, h, logs)
+}
+
+// serveOn serves h on srv, which logs to logs, until the test ends.
+func serveOn(t *testing.T, srv *server.Server, h http.Handler, logs *testkit.Buffer) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, h) }()
+	var once sync.Once
+	var serveErr error
+	r := &running{Server: srv, logs: logs, stop: func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-errc
+		})
+		return serveErr
+	}}
+	scheme := "http"
+	if srv.TLS() {
+		scheme = "https"
+	}
+	r.url = scheme + "://" + srv.Addr().String()
+	t.Cleanup(func() {
+		r.stop()
+		srv.Close()
+	})
+	return r
+}
+
+// freeAddr returns a loopback address that nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// refused reports whether a connection to addr is refused: nothing
+// listens there.
+func refused(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, wait)
+	if err != nil {
+		return true
+	}
+	conn.Close()
+	return false
+}
+
+// logged returns how many lines of output have message msg.
+func logged(output, msg string) int {
+	n := 0
+	for line := range strings.Lines(output) {
+		if strings.Contains(line, "msg="+quoteIfNeeded(msg)+" ") || strings.HasSuffix(strings.TrimSpace(line), "msg="+quoteIfNeeded(msg)) {
+			n++
+		}
+	}
+	return n
+}
+
+// quoteIfNeeded quotes s as slog's TextHandler does a message with spaces.
+func quoteIfNeeded(s string) string {
+	if strings.ContainsAny(s, " =\"") {
+		return `"` + s + `"`
+	}
+	return s
+}
+
+// writeFile writes data to name, readable by its owner only.
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// isClosed reports whether err is how a read ends on a connection the
+// server closed (cleanly or with a reset), rather than the test's own
+// deadline.
+func isClosed(err error) bool {
+	return err == nil || !errors.Is(err, os.ErrDeadlineExceeded)
+}

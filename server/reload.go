@@ -1,0 +1,175 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// A reloader is one thing Reload re-reads: the certificate of WithTLS, or
+// one of WithReload.
+type reloader struct {
+	name   string
+	reload func() (changed bool, err error)
+	attrs  func() []slog.Attr // nil: none
+}
+
+// Reload re-reads the certificate of [WithTLS] and calls the functions of
+// [WithReload], in that order. Each that fails keeps its old value, and
+// is logged at level Error as "reload: kept the old NAME" with err; then
+// one line at level Info, "configuration reloaded", says with changed=
+// and kept_after_error= which changed and which kept their old value
+// (a comma-separated list, or none), and adds, for a certificate that
+// changed, certificate_serial (hex) and certificate_expires, and the
+// attributes of each changed one that has some. Secrets are never logged.
+//
+// Reloads never run two at a time: a Reload waits for the one under way.
+// After [Server.Close], Reload does nothing. [Server.Serve] calls it at
+// each signal of [WithReloadOn], SIGHUP by default.
+func (s *Server) Reload() {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	if s.reloadsOff {
+		return
+	}
+	var changed, failed []string
+	var attrs []slog.Attr
+	for _, r := range s.reloaders {
+		ok, err := r.reload()
+		switch {
+		case err != nil:
+			failed = append(failed, r.name)
+			s.logger.Error("reload: kept the old "+r.name, "err", err)
+		case ok:
+			changed = append(changed, r.name)
+			if r.attrs != nil {
+				attrs = append(attrs, r.attrs()...)
+			}
+		}
+	}
+	s.stats.reloaded(len(failed) == 0)
+	attrs = append([]slog.Attr{
+		slog.String("changed", listOrNone(changed)),
+		slog.String("kept_after_error", listOrNone(failed)),
+	}, attrs...)
+	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "configuration reloaded", attrs...)
+}
+
+// listOrNone returns the items of l separated by commas, or "none".
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ",")
+}
+
+// watch reloads s at each signal of reloadOn until ctx ends or the
+// returned function is called; that function returns once a reload under
+// way has ended.
+func (s *Server) watch(ctx context.Context) (stop func()) {
+	if s.reloadOn == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.reloadOn:
+				s.Reload()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// Stats counts what an operator of a [Server] watches, for metrics
+// (package promstats exports them to Prometheus) and alerts.
+type Stats struct {
+	// Reloads counts the reloads that kept no old value, and
+	// FailedReloads those that kept one or more after an error.
+	Reloads, FailedReloads uint64
+	// LastReload is when the last reload that kept no old value ended,
+	// or, before any, when [Listen] returned: the configuration a server
+	// starts with is its first load.
+	LastReload time.Time
+	// LastReloadFailed reports whether the last reload kept an old value
+	// after an error: what is in use is not what the files now hold.
+	LastReloadFailed bool
+	// TLSHandshakeErrors counts the TLS handshakes that failed on the
+	// main listener: a client that offers no version or cipher the
+	// server takes, does not trust its certificate, speaks plain HTTP
+	// to it, or closes before its hello (as a load balancer's TCP check
+	// does). A rise after a reload of the certificate says clients
+	// refuse the new one.
+	TLSHandshakeErrors uint64
+}
+
+// counters are what Stats reads.
+type counters struct {
+	reloads, failedReloads atomic.Uint64
+	lastOK                 atomic.Int64 // Unix nanoseconds
+	lastFailed             atomic.Bool
+	tlsHandshakeErrors     atomic.Uint64
+}
+
+func (c *counters) reloaded(ok bool) {
+	if ok {
+		c.reloads.Add(1)
+		c.lastOK.Store(time.Now().UnixNano())
+	} else {
+		c.failedReloads.Add(1)
+	}
+	c.lastFailed.Store(!ok)
+}
+
+// Stats returns the server's counts. It is safe to call at any time.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Reloads:            s.stats.reloads.Load(),
+		FailedReloads:      s.stats.failedReloads.Load(),
+		LastReload:         time.Unix(0, s.stats.lastOK.Load()),
+		LastReloadFailed:   s.stats.lastFailed.Load(),
+		TLSHandshakeErrors: s.stats.tlsHandshakeErrors.Load(),
+	}
+}
+
+// errorLog returns the log.Logger net/http writes its complaints to: the
+// server's logger at level Warn. With countTLS, it also counts the
+// handshakes that failed, which net/http reports only there, as lines
+// beginning "http: TLS handshake error" (TestTLSHandshakeErrorsCounted
+// fails if a Go release changes that).
+func (s *Server) errorLog(countTLS bool) *log.Logger {
+	l := slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)
+	if !countTLS {
+		return l
+	}
+	return log.New(&handshakeCounter{w: l.Writer(), n: &s.stats.tlsHandshakeErrors}, "", 0)
+}
+
+// A handshakeCounter counts the lines of failed TLS handshakes that pass
+// through it on their way to w.
+type handshakeCounter struct {
+	w io.Writer
+	n *atomic.Uint64
+}
+
+var tlsHandshakeError = []byte("http: TLS handshake error")
+
+func (c *handshakeCounter) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, tlsHandshakeError) {
+		c.n.Add(1)
+	}
+	return c.w.Write(p)
+}
