@@ -48,14 +48,14 @@ func bearer(ts peers.Tokens) oapiapi.MiddlewareFunc {
 // writeError answers an Error: status 400 (the contract's one failure
 // status) with code, the conventional status of the failure.
 func writeError(w http.ResponseWriter, code int32, msg string) {
-	b, _ := json.Marshal(oapiapi.Error{Error: code, Message: msg})
+	b, _ := json.Marshal(oapiapi.PlantStoreError{Error: code, Message: msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	w.Write(b)
 }
 
-func apiError(code int32, msg string) oapiapi.ErrorJSONResponse {
-	return oapiapi.ErrorJSONResponse{Body: oapiapi.Error{Error: code, Message: msg}}
+func apiError(code int32, msg string) oapiapi.PlantStoreErrorJSONResponse {
+	return oapiapi.PlantStoreErrorJSONResponse{Body: oapiapi.PlantStoreError{Error: code, Message: msg}}
 }
 
 type handler struct{ store *peers.Store }
@@ -63,10 +63,10 @@ type handler struct{ store *peers.Store }
 func (h *handler) AddPlant(_ context.Context, req oapiapi.AddPlantRequestObject) (oapiapi.AddPlantResponseObject, error) {
 	b := req.Body
 	if b == nil {
-		return oapiapi.AddPlant400JSONResponse{ErrorJSONResponse: apiError(400, "no body")}, nil
+		return oapiapi.AddPlant400JSONResponse{PlantStoreErrorJSONResponse: apiError(400, "no body")}, nil
 	}
 	if err := h.store.Create(peers.Plant{ID: b.Id, Name: b.Name, Tag: b.Tag}); err != nil {
-		return oapiapi.AddPlant400JSONResponse{ErrorJSONResponse: apiError(409, err.Error())}, nil
+		return oapiapi.AddPlant400JSONResponse{PlantStoreErrorJSONResponse: apiError(409, err.Error())}, nil
 	}
 	return oapiapi.AddPlant200JSONResponse{
 		Body:    oapiapi.Plant{Name: b.Name, Tag: b.Tag},
@@ -77,7 +77,7 @@ func (h *handler) AddPlant(_ context.Context, req oapiapi.AddPlantRequestObject)
 func (h *handler) GetPlant(_ context.Context, req oapiapi.GetPlantRequestObject) (oapiapi.GetPlantResponseObject, error) {
 	p, ok := h.store.Get(req.Id)
 	if !ok {
-		return oapiapi.GetPlantdefaultJSONResponse{StatusCode: 400, Body: oapiapi.Error{Error: 404, Message: "no such plant"}}, nil
+		return oapiapi.GetPlantdefaultJSONResponse{StatusCode: 400, Body: oapiapi.PlantStoreError{Error: 404, Message: "no such plant"}}, nil
 	}
 	return oapiapi.GetPlant200JSONResponse{
 		Body:    oapiapi.ListedPlant{Id: p.ID, Name: p.Name, Tag: p.Tag},
@@ -87,7 +87,7 @@ func (h *handler) GetPlant(_ context.Context, req oapiapi.GetPlantRequestObject)
 
 func (h *handler) DeletePlant(_ context.Context, req oapiapi.DeletePlantRequestObject) (oapiapi.DeletePlantResponseObject, error) {
 	if !h.store.Delete(req.Id) {
-		return oapiapi.DeletePlantdefaultJSONResponse{StatusCode: 400, Body: oapiapi.Error{Error: 404, Message: "no such plant"}}, nil
+		return oapiapi.DeletePlantdefaultJSONResponse{StatusCode: 400, Body: oapiapi.PlantStoreError{Error: 404, Message: "no such plant"}}, nil
 	}
 	return oapiapi.DeletePlant204Response{Headers: oapiapi.DeletePlant204ResponseHeaders{XRequestId: req.Params.XRequestId}}, nil
 }
@@ -117,5 +117,5 @@ func (h *handler) Readyz(context.Context, oapiapi.ReadyzRequestObject) (oapiapi.
 }
 
 func (h *handler) OpenAPI(context.Context, oapiapi.OpenAPIRequestObject) (oapiapi.OpenAPIResponseObject, error) {
-	return oapiapi.OpenAPIdefaultJSONResponse{StatusCode: 400, Body: oapiapi.Error{Error: 404, Message: "not served by this peer"}}, nil
+	return oapiapi.OpenAPIdefaultJSONResponse{StatusCode: 400, Body: oapiapi.PlantStoreError{Error: 404, Message: "not served by this peer"}}, nil
 }

@@ -25,10 +25,10 @@ type handler struct{ store *peers.Store }
 
 // apiError is an Error answer: status 400 (the contract's one failure
 // status) with code, the conventional status of the failure.
-func apiError(code int32, msg string) *ogenapi.ErrorStatusCodeWithHeaders {
-	return &ogenapi.ErrorStatusCodeWithHeaders{
+func apiError(code int32, msg string) *ogenapi.PlantStoreErrorStatusCodeWithHeaders {
+	return &ogenapi.PlantStoreErrorStatusCodeWithHeaders{
 		StatusCode: http.StatusBadRequest,
-		Response:   ogenapi.Error{Error: code, Message: msg},
+		Response:   ogenapi.PlantStoreError{Error: code, Message: msg},
 	}
 }
 
@@ -92,7 +92,7 @@ func (h *handler) OpenAPI(context.Context, ogenapi.OpenAPIParams) (ogenapi.OpenA
 
 // NewError answers what fails before the handler, a missing token or a
 // body that does not decode, with an Error, as ogen's convenient errors do.
-func (h *handler) NewError(_ context.Context, err error) *ogenapi.ErrorStatusCodeWithHeaders {
+func (h *handler) NewError(_ context.Context, err error) *ogenapi.PlantStoreErrorStatusCodeWithHeaders {
 	return apiError(codeOf(err), err.Error())
 }
 
@@ -108,7 +108,7 @@ func codeOf(err error) int32 {
 // writeError answers what fails before the handler (a bad body, a missing
 // token) with an Error, as the contract wants every failure answered.
 func writeError(_ context.Context, w http.ResponseWriter, _ *http.Request, err error) {
-	b, _ := json.Marshal(ogenapi.Error{Error: codeOf(err), Message: err.Error()})
+	b, _ := json.Marshal(ogenapi.PlantStoreError{Error: codeOf(err), Message: err.Error()})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	w.Write(b)
