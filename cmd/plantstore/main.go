@@ -226,7 +226,7 @@ func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec 
 		}
 	}
 	hopts := []httpapi.Option{
-		httpapi.WithAuthenticator(sec),
+		httpapi.WithAuthenticator(sec.tokens),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithHooks(hooks),

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -28,23 +26,18 @@ type secrets struct {
 	getenv func(string) string
 	logger *slog.Logger
 
-	cert   atomic.Pointer[tls.Certificate] // nil without -tls-cert
-	tokens atomic.Pointer[tokenSet]
+	cert atomic.Pointer[tls.Certificate] // nil without -tls-cert
+	// tokens accepts the tokens of -token-file and PLANTSTORE_TOKENS, or
+	// the one generated at start; tokenFile is it when -token-file is
+	// given, and nil otherwise.
+	tokens    httpapi.Authenticator
+	tokenFile *httpapi.TokenFile
 
 	mu sync.Mutex // held by reload, and over the two fields below
 	// webhookSecret is the secret deliveries are signed with, "" without
 	// -webhook; webhooks is their Dispatcher once started.
 	webhookSecret string
 	webhooks      *webhook.Dispatcher
-}
-
-// A tokenSet is the accepted tokens, as an [httpapi.Tokens] authenticator
-// (constant-time comparison of digests), with how many they are and a
-// digest of them all, to tell whether a reload changed them.
-type tokenSet struct {
-	httpapi.Authenticator
-	n   int
-	sum [sha256.Size]byte
 }
 
 // loadSecrets reads the webhook secret, the tokens and the TLS
@@ -57,11 +50,20 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 	if s.webhookSecret, err = webhookSecret(o, getenv, logger); err != nil {
 		return nil, err
 	}
-	tokens, err := loadTokens(o.tokenFile, getenv, logger)
+	tokens, err := envTokens(getenv)
 	if err != nil {
 		return nil, err
 	}
-	s.setTokens(tokens)
+	if o.tokenFile == "" {
+		s.setTokens(tokens)
+	} else {
+		s.tokenFile, err = httpapi.OpenTokenFile(o.tokenFile,
+			httpapi.WithExtraTokens(tokens...), httpapi.WithTokenFileLogger(logger))
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = s.tokenFile
+	}
 	cert, err := loadCertificate(o, logger)
 	if err != nil {
 		return nil, err
@@ -96,26 +98,16 @@ func loadCertificate(o *options, logger *slog.Logger) (*tls.Certificate, error) 
 }
 
 // setTokens makes tokens, checked with [httpapi.CheckToken], the accepted
-// ones, and reports whether they differ from those accepted before.
-func (s *secrets) setTokens(tokens []string) (changed bool) {
-	sorted := slices.Sorted(slices.Values(tokens))
-	t := &tokenSet{
-		Authenticator: httpapi.Tokens(tokens...),
-		n:             len(tokens),
-		sum:           sha256.Sum256([]byte(strings.Join(sorted, "\n"))),
+// ones, without -token-file: nothing reloads them. None is accepted when
+// there are none.
+func (s *secrets) setTokens(tokens []string) {
+	if len(tokens) > 0 {
+		s.tokens = httpapi.Tokens(tokens...)
 	}
-	old := s.tokens.Swap(t)
-	return old == nil || old.sum != t.sum
 }
 
 // hasTokens reports whether any token is accepted.
-func (s *secrets) hasTokens() bool { return s.tokens.Load().n > 0 }
-
-// Authenticate makes secrets the [httpapi.Authenticator] of the API: it
-// accepts the tokens of the latest load.
-func (s *secrets) Authenticate(r *http.Request, token string) error {
-	return s.tokens.Load().Authenticate(r, token)
-}
+func (s *secrets) hasTokens() bool { return s.tokens != nil }
 
 // tlsConfig returns the TLS configuration of the API's listener, nil
 // without -tls-cert: TLS 1.2 or later, HTTP/2 offered, and the
@@ -172,7 +164,7 @@ func (s *secrets) reload() {
 		load   func() (bool, error)
 	}{
 		{"certificate", s.o.tlsCert != "", s.reloadCertificate},
-		{"tokens", s.o.tokenFile != "", s.reloadTokens},
+		{"tokens", s.tokenFile != nil, s.tokenFile.Reload},
 		{"webhook secret", s.o.webhookSecret != "" && s.webhooks != nil, s.reloadWebhookSecret},
 	} {
 		if !part.reread {
@@ -193,7 +185,7 @@ func (s *secrets) reload() {
 		attrs = append(attrs, "certificate_serial", leaf.SerialNumber.Text(16), "certificate_expires", leaf.NotAfter)
 	}
 	if slices.Contains(changed, "tokens") {
-		attrs = append(attrs, "tokens", s.tokens.Load().n)
+		attrs = append(attrs, "tokens", s.tokenFile.Len())
 	}
 	s.logger.Info("configuration reloaded", attrs...)
 }
@@ -213,14 +205,6 @@ func (s *secrets) reloadCertificate() (bool, error) {
 	}
 	old := s.cert.Swap(cert)
 	return !slices.Equal(old.Certificate[0], cert.Certificate[0]), nil
-}
-
-func (s *secrets) reloadTokens() (bool, error) {
-	tokens, err := loadTokens(s.o.tokenFile, s.getenv, s.logger)
-	if err != nil {
-		return false, err
-	}
-	return s.setTokens(tokens), nil
 }
 
 func (s *secrets) reloadWebhookSecret() (bool, error) {
