@@ -1,14 +1,18 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,32 +45,83 @@ func (h *recordingHandler) records() []slog.Record {
 	return append([]slog.Record(nil), h.recs...)
 }
 
+// syncBuffer is a bytes.Buffer safe for concurrent use, as an access
+// log's writer must be.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// accessLine is an access line in JSON, decoded.
+type accessLine struct {
+	Time      time.Time
+	Level     string
+	Msg       string
+	Method    string
+	Path      string
+	Status    int
+	Duration  time.Duration
+	RequestID string `json:"request_id"`
+	TraceID   string `json:"trace_id"`
+	Error     int
+}
+
+// accessLines decodes the JSON lines of out.
+func accessLines(t *testing.T, out string) []accessLine {
+	t.Helper()
+	var lines []accessLine
+	for _, s := range strings.SplitAfter(out, "\n") {
+		if s == "" {
+			continue
+		}
+		var l accessLine
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("an access line does not decode: %v: %q", err, s)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// send serves one request with h and returns the X-Request-Id answered.
+func send(h http.Handler, method, target, auth, requestID, body string) string {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Header().Get("X-Request-Id")
+}
+
 func TestAccessLog(t *testing.T) {
 	t.Parallel()
-	rh := &recordingHandler{level: slog.LevelInfo}
-	h := httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
-
-	// send returns the request id the response carries.
-	send := func(method, target, auth, requestID, body string) string {
-		req := httptest.NewRequest(method, target, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		if requestID != "" {
-			req.Header.Set("X-Request-Id", requestID)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Header().Get("X-Request-Id")
-	}
+	var out syncBuffer
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+		httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: httpapi.JSONLog}))
 	before := time.Now()
 	ids := []string{
-		send("POST", "/plants", testToken, "client-id-1", `{"id":1,"name":"Fern"}`),
-		send("POST", "/plants?x=1", testToken, "", `{"id":1,"name":"Fern"}`),
-		send("POST", "/plants", "wrong-"+testToken, "", `{"id":2,"name":"Fern"}`),
-		send("GET", "/nowhere", "", "bad id", ""),
+		send(h, "POST", "/plants", testToken, "client-id-1", `{"id":1,"name":"Fern"}`),
+		send(h, "POST", "/plants?x=1", testToken, "", `{"id":1,"name":"Fern"}`),
+		send(h, "POST", "/plants", "wrong-"+testToken, "", `{"id":2,"name":"Fern"}`),
+		send(h, "GET", "/nowhere", "", "bad id", ""),
+		send(h, "GET", "/healthz", "", "", ""),
 	}
 	after := time.Now()
 	if ids[0] != "client-id-1" {
@@ -77,55 +132,224 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("X-Request-Id = %q, want a generated id of 32 hex digits", id)
 		}
 	}
-
-	type line struct {
-		Level slog.Level
-		Msg   string
-		Attrs map[string]string
-	}
-	var got []line
-	for _, r := range rh.records() {
-		if r.Time.Before(before) || r.Time.After(after) {
-			t.Errorf("line %q has time %v, outside the requests' %v to %v", r.Message, r.Time, before, after)
+	var got []accessLine
+	for _, l := range accessLines(t, out.String()) {
+		if l.Time.Before(before) || l.Time.After(after) {
+			t.Errorf("line %+v has time %v, outside the requests' %v to %v", l, l.Time, before, after)
 		}
-		l := line{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "duration" {
-				if d := a.Value.Duration(); d < 0 || d > after.Sub(before) {
-					t.Errorf("duration %v is outside 0 to %v", d, after.Sub(before))
-				}
-				return true
-			}
-			l.Attrs[a.Key] = a.Value.String()
-			return true
-		})
+		if l.Duration < 0 || l.Duration > after.Sub(before) {
+			t.Errorf("duration %v is outside 0 to %v", l.Duration, after.Sub(before))
+		}
+		l.Time, l.Duration = time.Time{}, 0
 		got = append(got, l)
 	}
-	want := []line{
-		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "200", "request_id": ids[0]}},
-		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "409", "request_id": ids[1]}},
-		{slog.LevelInfo, "request", map[string]string{"method": "POST", "path": "/plants", "status": "400", "error": "401", "request_id": ids[2]}},
-		{slog.LevelInfo, "request", map[string]string{"method": "GET", "path": "/nowhere", "status": "400", "error": "404", "request_id": ids[3]}},
+	want := []accessLine{
+		{Level: "INFO", Msg: "request", Method: "POST", Path: "/plants", Status: 200, RequestID: ids[0]},
+		{Level: "INFO", Msg: "request", Method: "POST", Path: "/plants", Status: 400, Error: 409, RequestID: ids[1]},
+		{Level: "INFO", Msg: "request", Method: "POST", Path: "/plants", Status: 400, Error: 401, RequestID: ids[2]},
+		{Level: "INFO", Msg: "request", Method: "GET", Path: "/nowhere", Status: 400, Error: 404, RequestID: ids[3]},
+		// GET /healthz's success is at debug: no line.
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("access lines mismatch (-want +got):\n%s", diff)
 	}
 }
 
+// TestAccessLogFollowsLevel checks that no line is written below the
+// level, and that a LevelVar moves it while the handler serves.
 func TestAccessLogFollowsLevel(t *testing.T) {
 	t.Parallel()
-	rh := &recordingHandler{level: slog.LevelWarn}
-	h := httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithTokens(testToken), httpapi.WithAccessLog(slog.New(rh)))
-	req := httptest.NewRequest("POST", "/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("create answered %d, want 200", rec.Code)
+	var out syncBuffer
+	var level slog.LevelVar
+	level.Set(slog.LevelWarn)
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+		httpapi.WithAccessLog(&out, httpapi.AccessLog{Level: &level}))
+	send(h, "POST", "/plants", testToken, "at-warn", `{"id":1,"name":"Fern"}`)
+	send(h, "GET", "/healthz", "", "at-warn-probe", "")
+	if got := out.String(); got != "" {
+		t.Errorf("an access log at level Warn wrote %q, want nothing", got)
 	}
-	if n := len(rh.records()); n != 0 {
-		t.Errorf("a logger at level Warn got %d access lines, want none", n)
+	level.Set(slog.LevelDebug)
+	send(h, "GET", "/plants/1", testToken, "at-debug", "")
+	send(h, "GET", "/healthz", "", "at-debug-probe", "")
+	got := out.String()
+	for _, want := range []string{" level=INFO msg=request method=GET path=/plants/1 status=200 ",
+		" level=DEBUG msg=request method=GET path=/healthz status=200 "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("at level Debug the access log wrote\n%s\nwant a line holding %q", got, want)
+		}
+	}
+	if n := strings.Count(got, "\n"); n != 2 {
+		t.Errorf("at level Debug the access log wrote %d lines, want 2:\n%s", n, got)
+	}
+}
+
+// TestAccessLogSharesTheEnd checks that the access line and the Served
+// hook tell of the same end of a request, read once, and that the hook is
+// told of each request once beside the access log.
+func TestAccessLogSharesTheEnd(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	var mu sync.Mutex
+	var ends []time.Time
+	var durations []time.Duration
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+		httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: httpapi.JSONLog}),
+		httpapi.WithHooks(httpapi.Hooks{Served: func(s httpapi.Served) {
+			mu.Lock()
+			defer mu.Unlock()
+			ends = append(ends, s.Start.Add(s.Duration))
+			durations = append(durations, s.Duration)
+		}}))
+	for i := range 5 {
+		send(h, "POST", "/plants", testToken, "", `{"id":`+strconv.Itoa(i)+`,"name":"Fern"}`)
+	}
+	lines := accessLines(t, out.String())
+	if len(lines) != len(ends) {
+		t.Fatalf("%d access lines and %d Served calls, want one each per request", len(lines), len(ends))
+	}
+	for i, l := range lines {
+		if !l.Time.Equal(ends[i]) || l.Duration != durations[i] {
+			t.Errorf("request %d: the access line says it ended at %v after %v, the hook at %v after %v",
+				i, l.Time, l.Duration, ends[i], durations[i])
+		}
+	}
+}
+
+// TestAccessLogTraceID checks that a request whose context has a trace id,
+// by AccessLog.TraceID, gets it in its access line, in both formats, and
+// that one without gets none.
+func TestAccessLogTraceID(t *testing.T) {
+	t.Parallel()
+	type traceKey struct{}
+	traceID := func(ctx context.Context) ([16]byte, bool) {
+		id, ok := ctx.Value(traceKey{}).([16]byte)
+		return id, ok
+	}
+	id := [16]byte{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+	for _, format := range []httpapi.LogFormat{httpapi.TextLog, httpapi.JSONLog} {
+		var out syncBuffer
+		api := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+			httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: format, TraceID: traceID}))
+		// A tracer's middleware puts the request's span in its context
+		// before the handler sees it.
+		traced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			api.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), traceKey{}, id)))
+		})
+		send(traced, "GET", "/plants/1", testToken, "traced", "")
+		send(api, "GET", "/plants/1", testToken, "untraced", "")
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		want := []string{"4bf92f3577b34da6a3ce929d0e0e4736", ""}
+		for i, l := range lines {
+			has := strings.Contains(l, "trace_id")
+			if want[i] == "" && has || want[i] != "" && !strings.Contains(l, want[i]) {
+				t.Errorf("%v: line %d is %s, want trace_id %q", format, i, l, want[i])
+			}
+		}
+		if len(lines) != 2 {
+			t.Errorf("%v: %d lines, want 2:\n%s", format, len(lines), out.String())
+		}
+	}
+}
+
+// hostilePaths hold characters that do not print, a right-to-left
+// override among them, %-escaped as a client would send them.
+var hostilePaths = []string{
+	"/plants/\u202eevil",       // right-to-left override
+	"/plants/a\u200bb\u2066c",  // zero width space, left-to-right isolate
+	"/plants/\u0085x\u00a0y",   // a C1 control (next line), no-break space
+	"/plants/\U000e0041\u2028", // a tag character (outside the BMP), line separator
+	"/plants/a\x1bb\x07c",      // ASCII controls: escape, bell
+}
+
+// escapePath %-escapes every byte of p but / and ASCII letters.
+func escapePath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '/' || 'a' <= c && c <= 'z' {
+			b.WriteByte(c)
+		} else {
+			b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
+		}
+	}
+	return b.String()
+}
+
+// TestLogsEscapeWhatDoesNotPrint sends requests whose paths hold
+// characters that do not print to a handler whose log and access log are
+// NewLogHandler's, and checks that neither format writes any of them as
+// it is, and that each JSON line still decodes to the path that was sent.
+func TestLogsEscapeWhatDoesNotPrint(t *testing.T) {
+	t.Parallel()
+	for _, format := range []httpapi.LogFormat{httpapi.TextLog, httpapi.JSONLog} {
+		var out syncBuffer
+		h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+			httpapi.WithLogger(slog.New(httpapi.NewLogHandler(&out, format, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+			httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: format}))
+		for _, p := range hostilePaths {
+			send(h, "GET", escapePath(p), testToken, "", "")
+			send(h, "GET", escapePath(p), "wrong", "", "") // logs "token rejected" at debug, with the path
+		}
+		logs := out.String()
+		if n := strings.Count(logs, "\n"); n != 3*len(hostilePaths) {
+			t.Errorf("%v: %d lines, want %d: an access line a request and a rejection's line:\n%s", format, n, 3*len(hostilePaths), logs)
+		}
+		checkPrintable(t, format.String(), logs)
+		if format != httpapi.JSONLog {
+			continue
+		}
+		seen := map[string]int{}
+		for _, l := range accessLines(t, logs) {
+			if l.Msg == "request" {
+				seen[l.Path]++
+			}
+		}
+		for _, p := range hostilePaths {
+			if seen[p] != 2 {
+				t.Errorf("%d JSON access lines decode to the path %q, want 2:\n%s", seen[p], p, logs)
+			}
+		}
+	}
+}
+
+// checkPrintable fails t when logs hold a character that does not print
+// or a control, but for the lines' newlines.
+func checkPrintable(t *testing.T, name, logs string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		for _, r := range line {
+			if r < ' ' || r >= utf8.RuneSelf && !strconv.IsPrint(r) {
+				t.Errorf("a %s log line holds %U as it is: %q", name, r, line)
+			}
+		}
+	}
+}
+
+// TestHandlerLinesEscapeForAnyHandler checks that the lines the handler
+// logs with a client's path hand a host's handler no character that does
+// not print, even a handler that escapes none, such as slog's JSONHandler
+// beyond ASCII; and that a printable path reaches it as it was sent.
+func TestHandlerLinesEscapeForAnyHandler(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	paths := append([]string{"/plants/ünï ok"}, hostilePaths...)
+	for _, p := range paths {
+		send(h, "DELETE", escapePath(p), "wrong", "", "")
+	}
+	logs := out.String()
+	checkPrintable(t, "JSONHandler", logs)
+	var got []string
+	for _, l := range accessLines(t, logs) {
+		got = append(got, l.Path)
+	}
+	want := []string{"/plants/ünï ok"}
+	for _, p := range hostilePaths {
+		want = append(want, strconv.Quote(p))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("paths logged (-want +got):\n%s", diff)
 	}
 }

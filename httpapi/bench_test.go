@@ -210,7 +210,7 @@ func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the harness's garbage collection, every 65536. The metrics=on cases add
 // the hooks of package promstats, its registry never gathered.
 func BenchmarkCreate(b *testing.B) {
-	accessLog := []httpapi.Option{httpapi.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
+	accessLog := []httpapi.Option{httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{Format: httpapi.JSONLog})}
 	metrics := []httpapi.Option{promHooks(b)}
 	for _, tt := range []struct {
 		name     string
@@ -275,7 +275,8 @@ func BenchmarkError(b *testing.B) {
 func BenchmarkMetrics(b *testing.B) {
 	req := httptest.NewRequest("GET", "/healthz", nil)
 	w := discardWriter{http.Header{}}
-	accessLog := httpapi.WithAccessLog(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// At debug, /healthz's successes are written too.
+	accessLog := httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{Level: slog.LevelDebug})
 	for _, tt := range []struct {
 		name string
 		opts []httpapi.Option

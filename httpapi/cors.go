@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // WithCORS lets scripts on web pages of the given origins call the API
@@ -24,7 +28,18 @@ import (
 // CORS opens no door past authentication: a preflight needs no token
 // because it does nothing, and the actual request still needs one.
 // Cookies are never used, so Access-Control-Allow-Credentials is not sent.
+//
+// WithCORS panics, as [Tokens] does on a token no request can send, when
+// an origin is not "" and fails [CheckOrigin]: no browser would ever send
+// it, so a server configured with it would refuse the very pages it was
+// meant for without a word. Check origins that come from outside the
+// program with CheckOrigin first. Empty origins are ignored.
 func WithCORS(origins ...string) Option {
+	for _, o := range origins {
+		if err := CheckOrigin(o); err != nil && o != "" {
+			panic(fmt.Sprintf("httpapi: WithCORS: origin %q: %v", o, err))
+		}
+	}
 	return func(c *config) {
 		if c.cors == nil {
 			c.cors = &corsPolicy{origins: map[string]bool{}}
@@ -37,6 +52,47 @@ func WithCORS(origins ...string) Option {
 			}
 		}
 	}
+}
+
+// ErrNotAnOrigin is [CheckOrigin]'s error for a value that is no origin
+// at all.
+var ErrNotAnOrigin = errors.New(`want "*" or an origin such as https://app.example.com or http://localhost:3000`)
+
+// An OriginFormError is [CheckOrigin]'s error for an origin written in a
+// form that browsers never send, such as with a path, a default port or
+// capitals.
+type OriginFormError struct {
+	Want string // the origin as browsers send it
+}
+
+func (e *OriginFormError) Error() string {
+	return fmt.Sprintf("browsers send this origin as %q; give that", e.Want)
+}
+
+// CheckOrigin returns nil when s is an origin [WithCORS] can match: "*",
+// or an origin exactly as a browser sends it in the Origin header
+// (lowercase scheme and host, the port only when it is not the scheme's
+// default, no path). Anything else would never match: it returns an
+// *[OriginFormError] naming the form to give when s names an origin in
+// another form, and [ErrNotAnOrigin] when it names none. Its errors read
+// as the reason after the value, and are meant to stop a program at
+// start, where an origin ignored would be a mystery.
+func CheckOrigin(s string) error {
+	if s == "*" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return ErrNotAnOrigin
+	}
+	host := strings.ToLower(u.Host)
+	if port := u.Port(); port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+		host = strings.ToLower(u.Hostname())
+	}
+	if origin := u.Scheme + "://" + host; s != origin {
+		return &OriginFormError{Want: origin}
+	}
+	return nil
 }
 
 // corsMaxAge is how long, in seconds, a browser may reuse a preflight's

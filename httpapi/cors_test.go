@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -153,5 +155,67 @@ func TestCORSOnHeadersTooLarge(t *testing.T) {
 	r.wantError(t, 400, 431)
 	if got := r.header.Get("Access-Control-Allow-Origin"); got != app {
 		t.Errorf("Access-Control-Allow-Origin of the 431 = %q, want %q", got, app)
+	}
+}
+
+func TestCheckOrigin(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		origin   string
+		wantErr  error  // matched with errors.Is; nil for none, or for wantForm
+		wantForm string // the origin an *OriginFormError asks for; "" for none
+	}{
+		{origin: "*"},
+		{origin: "https://app.example.com"},
+		{origin: "http://localhost:3000"},
+		{origin: "http://[::1]:8080"},
+		{origin: "https://app.example.com/", wantForm: "https://app.example.com"},
+		{origin: "https://App.Example.com", wantForm: "https://app.example.com"},
+		{origin: "https://app.example.com:443", wantForm: "https://app.example.com"},
+		{origin: "http://app.example.com:80/x", wantForm: "http://app.example.com"},
+		{origin: "app.example.com", wantErr: httpapi.ErrNotAnOrigin},
+		{origin: "ftp://files.example.com", wantErr: httpapi.ErrNotAnOrigin},
+		{origin: "https://user@app.example.com", wantErr: httpapi.ErrNotAnOrigin},
+		{origin: "", wantErr: httpapi.ErrNotAnOrigin},
+	}
+	for _, tt := range tests {
+		err := httpapi.CheckOrigin(tt.origin)
+		if tt.wantForm != "" {
+			if fe, ok := errors.AsType[*httpapi.OriginFormError](err); !ok || fe.Want != tt.wantForm {
+				t.Errorf("CheckOrigin(%q) = %v, want an *OriginFormError asking for %q", tt.origin, err, tt.wantForm)
+			}
+			continue
+		}
+		if !errors.Is(err, tt.wantErr) {
+			t.Errorf("CheckOrigin(%q) = %v, want %v", tt.origin, err, tt.wantErr)
+		}
+	}
+}
+
+// TestWithCORSPanicsOnAnOriginNoBrowserSends checks that WithCORS refuses,
+// at once, an origin that would never match, saying why, and that it takes
+// every origin CheckOrigin accepts, and ignores empty ones.
+func TestWithCORSPanicsOnAnOriginNoBrowserSends(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		origins   []string
+		wantPanic string // what the panic's message holds; "" for none
+	}{
+		{origins: []string{"https://app.example.com", "*", "http://[::1]:8080", ""}},
+		{origins: []string{"https://app.example.com", "https://app.example.com/"}, wantPanic: `browsers send this origin as "https://app.example.com"`},
+		{origins: []string{"app.example.com"}, wantPanic: `"app.example.com": want "*" or an origin`},
+	} {
+		got := func() (msg string) {
+			defer func() {
+				if v := recover(); v != nil {
+					msg = fmt.Sprint(v)
+				}
+			}()
+			httpapi.WithCORS(tt.origins...)
+			return ""
+		}()
+		if tt.wantPanic == "" && got != "" || !strings.Contains(got, tt.wantPanic) {
+			t.Errorf("WithCORS(%q) panicked with %q, want a panic holding %q", tt.origins, got, tt.wantPanic)
+		}
 	}
 }

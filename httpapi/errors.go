@@ -89,7 +89,7 @@ func (h *handler) rejection(r *http.Request, err error, noToken bool) *apiError 
 		lg = h.storageLog
 	}
 	lg.LogAttrs(r.Context(), level, msg,
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)),
 		slog.Int("error", ae.code), slog.Any("err", err))
 	return ae
 }
@@ -116,23 +116,23 @@ func (h *handler) wireError(r *http.Request, err error) (code int, msg string, c
 		ae = errPlantMissing
 	case errors.Is(err, plantstore.ErrOutcomeUnknown):
 		h.storageLog.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: outcome unknown",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+			slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)), slog.Any("err", err))
 		ae = errOutcome
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away: nothing is wrong with the storage, and
 		// nobody reads the answer.
 		h.logger.LogAttrs(r.Context(), slog.LevelDebug, "httpapi: request canceled",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+			slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)), slog.Any("err", err))
 		ae = errUnavailable
 	case errors.Is(err, plantstore.ErrUnavailable),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
 		h.storageLog.LogAttrs(r.Context(), slog.LevelWarn, "httpapi: storage unavailable",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+			slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)), slog.Any("err", err))
 		ae = errUnavailable
 	default:
 		h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: internal error",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+			slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)), slog.Any("err", err))
 	}
 	return ae.code, ae.msg, nil
 }

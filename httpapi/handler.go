@@ -173,7 +173,7 @@ func (h *handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
 		panic(v)
 	}
 	h.logger.LogAttrs(r.Context(), slog.LevelError, "httpapi: panic serving request",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("method", logSafe(r.Method)), slog.String("path", logSafe(r.URL.Path)),
 		slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 	h.writeError(w, r, errInternal)
 }
@@ -509,40 +509,16 @@ func (a *accessRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter 
 // recorderPool keeps the accessRecorders of requests that are done.
 var recorderPool = sync.Pool{New: func() any { return new(accessRecorder) }}
 
+// serveLogged serves r through a recorder of what it was answered, for
+// the access line and the Served hook.
 func (h *handler) serveLogged(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := recorderPool.Get().(*accessRecorder)
 	*rec = accessRecorder{ResponseWriter: w}
 	defer func() {
-		end := h.logAccess(r, rec, start)
-		h.served(r, rec, start, end)
+		h.served(r, rec, start)
 		*rec = accessRecorder{}
 		recorderPool.Put(rec)
 	}()
 	h.routes.ServeHTTP(rec, r)
-}
-
-// logAccess writes the access line of a request that started at start,
-// and returns the time it read as the request's end, which the hooks
-// share, or the zero time when there is no access log.
-func (h *handler) logAccess(r *http.Request, rec *accessRecorder, start time.Time) time.Time {
-	if h.accessLog == nil {
-		return time.Time{}
-	}
-	ctx := r.Context()
-	end := time.Now()
-	attrs := [...]slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", rec.status),
-		slog.Duration("duration", end.Sub(start)),
-		slog.String(requestIDAttr, RequestID(ctx)),
-		slog.Int("error", rec.code),
-	}
-	n := len(attrs)
-	if rec.code == 0 {
-		n--
-	}
-	h.accessLog.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
-	return end
 }

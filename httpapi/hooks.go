@@ -24,9 +24,40 @@ type Hooks struct {
 	Routed func(ctx context.Context, route Route, method string)
 }
 
-// WithHooks makes the handler call h. Later WithHooks replace earlier.
+// WithHooks makes the handler call h. Several WithHooks add up, as
+// [net/http/httptrace.WithClientTrace] does: each of a request's events
+// is told to every set, in the order the sets were given, so that metrics
+// (package promstats) and tracing (package oteltrace) are each given as
+// they come, and neither drops the other. A field only one set fills is
+// called as it is, at no cost over that set alone.
 func WithHooks(h Hooks) Option {
-	return func(c *config) { c.hooks = h }
+	return func(c *config) { c.hooks = c.hooks.join(h) }
+}
+
+// join returns hooks that call h's, then next's.
+func (h Hooks) join(next Hooks) Hooks {
+	served, routed := h.Served, h.Routed
+	switch {
+	case served == nil:
+		served = next.Served
+	case next.Served != nil:
+		first, second := served, next.Served
+		served = func(s Served) {
+			first(s)
+			second(s)
+		}
+	}
+	switch {
+	case routed == nil:
+		routed = next.Routed
+	case next.Routed != nil:
+		first, second := routed, next.Routed
+		routed = func(ctx context.Context, route Route, method string) {
+			first(ctx, route, method)
+			second(ctx, route, method)
+		}
+	}
+	return Hooks{Served: served, Routed: routed}
 }
 
 // Served describes a request the handler answered, for [Hooks]: what an
@@ -172,16 +203,11 @@ func matches(pattern []string, path string) bool {
 	return true
 }
 
-// served calls the Served hook, if any, for r, which started at start and
-// ended at end, answered by rec; a zero end is read from the clock.
-func (h *handler) served(r *http.Request, rec *accessRecorder, start, end time.Time) {
-	if h.hooks.Served == nil {
-		return
-	}
-	if end.IsZero() {
-		end = time.Now()
-	}
-	h.hooks.Served(Served{
+// served writes the access line of r, which started at start and was
+// answered by rec, and calls the Served hook, with one reading of the
+// clock for its end.
+func (h *handler) served(r *http.Request, rec *accessRecorder, start time.Time) {
+	s := Served{
 		Route:     routeOf(r.URL.Path),
 		Method:    r.Method,
 		Path:      r.URL.Path,
@@ -189,7 +215,13 @@ func (h *handler) served(r *http.Request, rec *accessRecorder, start, end time.T
 		Code:      rec.code,
 		RequestID: RequestID(r.Context()),
 		Start:     start,
-		Duration:  end.Sub(start),
+		Duration:  time.Since(start),
 		Context:   r.Context(),
-	})
+	}
+	if h.accessLog != nil {
+		h.accessLog.write(&s)
+	}
+	if h.hooks.Served != nil {
+		h.hooks.Served(s)
+	}
 }

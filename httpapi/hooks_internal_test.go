@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,3 +104,21 @@ func TestErrorCodesHoldEveryCode(t *testing.T) {
 		}
 	}
 }
+
+// TestHooksOneSetIsNotWrapped checks that a field only one set of Hooks
+// fills is called as it is: composing costs nothing when nothing is
+// composed.
+func TestHooksOneSetIsNotWrapped(t *testing.T) {
+	t.Parallel()
+	h := New(plantstore.New(memstore.New()), WithLogger(slog.New(slog.DiscardHandler)),
+		WithHooks(Hooks{Served: servedHook}), WithHooks(Hooks{}), WithHooks(Hooks{Routed: routedHook})).(*handler)
+	if reflect.ValueOf(h.hooks.Served).Pointer() != reflect.ValueOf(servedHook).Pointer() {
+		t.Error("Served is wrapped, want the one set's func itself")
+	}
+	if reflect.ValueOf(h.hooks.Routed).Pointer() != reflect.ValueOf(routedHook).Pointer() {
+		t.Error("Routed is wrapped, want the one set's func itself")
+	}
+}
+
+func servedHook(Served)                         {}
+func routedHook(context.Context, Route, string) {}

@@ -1,8 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
@@ -59,7 +59,7 @@ func TestHooks(t *testing.T) {
 			if accessLog {
 				// The access log and the hooks share one recorder: the
 				// Error codes must reach both.
-				opts = append(opts, httpapi.WithAccessLog(slog.New(slog.DiscardHandler)))
+				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
 			}
 			e := newEnv(t, nil, opts...)
 			send := func(method, path string, headers map[string]string, body string, wantStatus int) {
@@ -212,5 +212,44 @@ func TestRoutePolled(t *testing.T) {
 	want := []string{"/healthz", "/readyz", "/metrics"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("polled routes (-want +got):\n%s", diff)
+	}
+}
+
+// TestHooksCompose gives the handler three sets of Hooks beside an access
+// log: every set is told of each request, in the order the sets were
+// given, Routed before Served.
+func TestHooksCompose(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var calls []string
+	set := func(name string) httpapi.Hooks {
+		return httpapi.Hooks{
+			Routed: func(_ context.Context, route httpapi.Route, method string) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, name+" routed "+method+" "+route.String())
+			},
+			Served: func(s httpapi.Served) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, name+" served "+s.Method+" "+s.Route.String()+" "+itoa(s.Code))
+			},
+		}
+	}
+	onlyServed := set("C")
+	onlyServed.Routed = nil
+	e := newEnv(t, nil, httpapi.WithHooks(set("A")), httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}),
+		httpapi.WithHooks(httpapi.Hooks{}), httpapi.WithHooks(set("B")), httpapi.WithHooks(onlyServed))
+	if r := e.do("GET", "/plants/7", nil, ""); r.status != 400 {
+		t.Fatalf("GET /plants/7 = %d %s, want 400 (404)", r.status, r.body)
+	}
+	want := []string{
+		"A routed GET /plants/{id}", "B routed GET /plants/{id}",
+		"A served GET /plants/{id} 404", "B served GET /plants/{id} 404", "C served GET /plants/{id} 404",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("hook calls (-want +got):\n%s", diff)
 	}
 }

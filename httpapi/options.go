@@ -30,7 +30,7 @@ type config struct {
 	// headerTooLarge is the error for headers over maxHeader.
 	headerTooLarge *apiError
 	logger         *slog.Logger
-	accessLog      *slog.Logger
+	accessLog      *accessLog
 	cors           *corsPolicy
 	baseURL        string
 	hooks          Hooks
@@ -119,16 +119,13 @@ func WithMaxHeaderBytes(n int) Option {
 // panics and storage failures; the last are summarised while they recur
 // (see the package documentation). The default is [slog.Default]. A line
 // logged while serving a request carries the request's id as request_id
-// (see [RequestID]).
+// (see [RequestID]), and the request's method and path as sent, but
+// quoted as a Go string literal when they hold a character that does not
+// print, so that no handler is handed a control or bidirectional
+// character a client chose. [NewLogHandler] makes a handler in the form
+// of the access lines ([WithAccessLog]).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
-}
-
-// WithAccessLog makes the handler log one line per request to l at level
-// Info: method, path, status, duration, request id and error code. Tokens
-// and bodies are never logged.
-func WithAccessLog(l *slog.Logger) Option {
-	return func(c *config) { c.accessLog = l }
 }
 
 // WithMetricsHandler makes the handler serve GET and HEAD /metrics with h

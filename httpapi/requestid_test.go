@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -156,13 +158,41 @@ func TestRequestIDInLogLines(t *testing.T) {
 	t.Parallel()
 	rh := &recordingHandler{level: slog.LevelDebug}
 	logger := slog.New(rh).With("component", "plants")
+	var access bytes.Buffer
+	accessLog := httpapi.WithAccessLog(&access, httpapi.AccessLog{Format: httpapi.JSONLog})
 	h := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}),
-		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
+		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), accessLog)
 	panicking := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New()}),
-		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), httpapi.WithAccessLog(logger))
+		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), accessLog)
 
 	type line struct{ Msg, RequestID string }
-	var want []line
+	var want, got []line
+	// logged returns the lines of rh from the n-th on, then those of the
+	// access log.
+	logged := func(n int) []line {
+		var lines []line
+		for _, r := range rh.records()[n:] {
+			l := line{Msg: r.Message}
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "request_id" {
+					l.RequestID = a.Value.String()
+				}
+				return true
+			})
+			lines = append(lines, l)
+		}
+		for dec := json.NewDecoder(&access); dec.More(); {
+			var l struct {
+				Msg       string
+				RequestID string `json:"request_id"`
+			}
+			if err := dec.Decode(&l); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, line{l.Msg, l.RequestID})
+		}
+		return lines
+	}
 	// send makes a request and expects the lines msgs, each with the
 	// request's id.
 	send := func(h http.Handler, token, requestID string, msgs ...string) {
@@ -173,6 +203,7 @@ func TestRequestIDInLogLines(t *testing.T) {
 			req.Header.Set("X-Request-Id", requestID)
 		}
 		rec := httptest.NewRecorder()
+		n := len(rh.records())
 		h.ServeHTTP(rec, req)
 		id := rec.Header().Get("X-Request-Id")
 		if requestID != "" && id != requestID {
@@ -181,23 +212,13 @@ func TestRequestIDInLogLines(t *testing.T) {
 		for _, msg := range msgs {
 			want = append(want, line{msg, id})
 		}
+		got = append(got, logged(n)...)
 	}
 	send(h, testToken, "from-the-client", "httpapi: internal error", "request")
 	send(h, testToken, "", "httpapi: internal error", "request")
 	send(h, "wrong", "", "httpapi: token rejected", "request")
 	send(panicking, testToken, "", "httpapi: panic serving request", "request")
 
-	var got []line
-	for _, r := range rh.records() {
-		l := line{Msg: r.Message}
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "request_id" {
-				l.RequestID = a.Value.String()
-			}
-			return true
-		})
-		got = append(got, l)
-	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log lines mismatch (-want +got):\n%s", diff)
 	}

@@ -140,7 +140,7 @@ func TestHTTP(t *testing.T) {
 			if accessLog {
 				// The access log and the hooks share one recorder: the
 				// Error codes must reach both.
-				opts = append(opts, httpapi.WithAccessLog(slog.New(slog.DiscardHandler)))
+				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
 			}
 			e := newEnv(t, opts...)
 			if diff := cmp.Diff(zeroSeries(), series(t, reg, "plantstore_http_")); diff != "" {

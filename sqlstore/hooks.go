@@ -44,9 +44,84 @@ type Hooks struct {
 	Batch func(joined []context.Context) (end func(Outcome))
 }
 
-// WithHooks makes the Store call h. Later WithHooks replace earlier.
+// WithHooks makes the Store call h. Several WithHooks add up, as
+// [net/http/httptrace.WithClientTrace] does, so that metrics (package
+// promstats) and tracing (package oteltrace) are each given as they come:
+// Done and Committed are told to every set in the order the sets were
+// given; Start and Batch are called in that order too, each Start with
+// the context the one before it returned, and their ends in the reverse
+// order, the last set's first, as spans nested that way end. A field only
+// one set fills is called as it is, at no cost over that set alone.
 func WithHooks(h Hooks) Option {
-	return func(c *config) { c.hooks = h }
+	return func(c *config) { c.hooks = c.hooks.join(h) }
+}
+
+// join returns hooks that call h's, then next's.
+func (h Hooks) join(next Hooks) Hooks {
+	j := h
+	switch {
+	case j.Done == nil:
+		j.Done = next.Done
+	case next.Done != nil:
+		first, second := h.Done, next.Done
+		j.Done = func(op Op, took time.Duration, k Outcome) {
+			first(op, took, k)
+			second(op, took, k)
+		}
+	}
+	switch {
+	case j.Committed == nil:
+		j.Committed = next.Committed
+	case next.Committed != nil:
+		first, second := h.Committed, next.Committed
+		j.Committed = func(creates int, took time.Duration) {
+			first(creates, took)
+			second(creates, took)
+		}
+	}
+	switch {
+	case j.Start == nil:
+		j.Start = next.Start
+	case next.Start != nil:
+		first, second := h.Start, next.Start
+		j.Start = func(ctx context.Context, op Op) (context.Context, func(Outcome)) {
+			ctx1, end1 := first(ctx, op)
+			if ctx1 == nil {
+				ctx1 = ctx
+			}
+			ctx2, end2 := second(ctx1, op)
+			if ctx2 == nil {
+				ctx2 = ctx1
+			}
+			return ctx2, joinEnds(end2, end1)
+		}
+	}
+	switch {
+	case j.Batch == nil:
+		j.Batch = next.Batch
+	case next.Batch != nil:
+		first, second := h.Batch, next.Batch
+		j.Batch = func(joined []context.Context) func(Outcome) {
+			end1 := first(joined)
+			return joinEnds(second(joined), end1)
+		}
+	}
+	return j
+}
+
+// joinEnds returns an end that calls a, then b, either of which may be
+// nil; nil when both are.
+func joinEnds(a, b func(Outcome)) func(Outcome) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(k Outcome) {
+		a(k)
+		b(k)
+	}
 }
 
 // An Op is a Store operation, for [Hooks].

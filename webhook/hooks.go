@@ -37,7 +37,43 @@ type Attempt struct {
 	Number int
 }
 
-// WithHooks makes the Dispatcher call h. Later WithHooks replace earlier.
+// WithHooks makes the Dispatcher call h. Several WithHooks add up, as
+// [net/http/httptrace.WithClientTrace] does: each Attempt is called in the
+// order the sets were given, with the context the one before it returned
+// and the same header, and their ends in the reverse order, the last
+// set's first, as spans nested that way end. A single set is called as it
+// is, at no cost over that set alone.
 func WithHooks(h Hooks) Option {
-	return func(cfg *config) { cfg.hooks = h }
+	return func(cfg *config) { cfg.hooks = cfg.hooks.join(h) }
+}
+
+// join returns hooks that call h's, then next's.
+func (h Hooks) join(next Hooks) Hooks {
+	if h.Attempt == nil {
+		return next
+	}
+	if next.Attempt == nil {
+		return h
+	}
+	first, second := h.Attempt, next.Attempt
+	return Hooks{Attempt: func(ctx context.Context, a Attempt, header http.Header) (context.Context, func(int, error)) {
+		ctx1, end1 := first(ctx, a, header)
+		if ctx1 == nil {
+			ctx1 = ctx
+		}
+		ctx2, end2 := second(ctx1, a, header)
+		if ctx2 == nil {
+			ctx2 = ctx1
+		}
+		switch {
+		case end1 == nil:
+			return ctx2, end2
+		case end2 == nil:
+			return ctx2, end1
+		}
+		return ctx2, func(status int, err error) {
+			end2(status, err)
+			end1(status, err)
+		}
+	}}
 }

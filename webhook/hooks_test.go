@@ -79,3 +79,73 @@ func TestAttemptHook(t *testing.T) {
 type transportFunc func(*http.Request) (*http.Response, error)
 
 func (f transportFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAttemptHooksCompose gives two sets of Hooks: both are told of the
+// attempt, in the order given, the second with the context the first
+// returned; both add to the header; their ends are called in the reverse
+// order; and the attempt goes on with the second's context.
+func TestAttemptHooksCompose(t *testing.T) {
+	t.Parallel()
+	var hmu sync.Mutex
+	var seen []string // the headers the subscriber received
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, attempt int) int {
+		hmu.Lock()
+		defer hmu.Unlock()
+		seen = append(seen, r.Header.Get("X-First")+" "+r.Header.Get("X-Second"))
+		return http.StatusNoContent
+	})
+	type key struct{}
+	var mu sync.Mutex
+	var calls []string
+	record := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, s)
+	}
+	set := func(name string) webhook.Hooks {
+		return webhook.Hooks{Attempt: func(ctx context.Context, a webhook.Attempt, h http.Header) (context.Context, func(int, error)) {
+			before, _ := ctx.Value(key{}).(string)
+			record(fmt.Sprintf("%s attempt, context %q", name, before))
+			h.Set("X-"+name, name)
+			return context.WithValue(ctx, key{}, before+name), func(status int, err error) {
+				record(fmt.Sprintf("%s end %d %v", name, status, err))
+			}
+		}}
+	}
+	var onlyStart webhook.Hooks // a set whose Attempt returns no end
+	onlyStart.Attempt = func(ctx context.Context, _ webhook.Attempt, _ http.Header) (context.Context, func(int, error)) {
+		record("Third attempt")
+		return ctx, nil
+	}
+	var reqContext string
+	client := &http.Client{Transport: transportFunc(func(r *http.Request) (*http.Response, error) {
+		reqContext, _ = r.Context().Value(key{}).(string)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	mo := webhook.NewMemoryOutbox()
+	d, _, stop := start(t, mo, []string{rc.url()}, webhook.WithHooks(set("First")), webhook.WithHooks(webhook.Hooks{}),
+		webhook.WithHooks(set("Second")), webhook.WithHooks(onlyStart), webhook.WithClient(client))
+	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 7, Name: "Fern"})
+	testkit.WaitUntil(t, time.Minute, "the attempt's ends", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == 5
+	})
+	stop()
+	want := []string{
+		`First attempt, context ""`,
+		`Second attempt, context "First"`,
+		"Third attempt",
+		"Second end 204 <nil>",
+		"First end 204 <nil>",
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("hook calls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"First Second"}, seen); diff != "" {
+		t.Errorf("headers received (-want +got):\n%s", diff)
+	}
+	if reqContext != "FirstSecond" {
+		t.Errorf("the request went on with the context %q, want the second set's, FirstSecond", reqContext)
+	}
+}

@@ -1,46 +1,11 @@
 package main
 
 import (
-	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func TestCheckOrigin(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		origin   string
-		wantErr  error  // matched with errors.Is; nil for none, or for wantForm
-		wantForm string // the origin an *originFormError asks for; "" for none
-	}{
-		{origin: "*"},
-		{origin: "https://app.example.com"},
-		{origin: "http://localhost:3000"},
-		{origin: "http://[::1]:8080"},
-		{origin: "https://app.example.com/", wantForm: "https://app.example.com"},
-		{origin: "https://App.Example.com", wantForm: "https://app.example.com"},
-		{origin: "https://app.example.com:443", wantForm: "https://app.example.com"},
-		{origin: "http://app.example.com:80/x", wantForm: "http://app.example.com"},
-		{origin: "app.example.com", wantErr: errNotAnOrigin},
-		{origin: "ftp://files.example.com", wantErr: errNotAnOrigin},
-		{origin: "https://user@app.example.com", wantErr: errNotAnOrigin},
-		{origin: "", wantErr: errNotAnOrigin},
-	}
-	for _, tt := range tests {
-		err := checkOrigin(tt.origin)
-		if tt.wantForm != "" {
-			if fe, ok := errors.AsType[*originFormError](err); !ok || fe.Want != tt.wantForm {
-				t.Errorf("checkOrigin(%q) = %v, want an *originFormError asking for %q", tt.origin, err, tt.wantForm)
-			}
-			continue
-		}
-		if !errors.Is(err, tt.wantErr) {
-			t.Errorf("checkOrigin(%q) = %v, want %v", tt.origin, err, tt.wantErr)
-		}
-	}
-}
 
 func TestRunCORSOrigin(t *testing.T) {
 	t.Parallel()

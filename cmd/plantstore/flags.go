@@ -205,7 +205,7 @@ func (o *options) check() error {
 		}
 	}
 	for _, origin := range o.corsOrigins {
-		if err := checkOrigin(origin); err != nil {
+		if err := httpapi.CheckOrigin(origin); err != nil {
 			return o.flagError("cors-origin", err)
 		}
 	}

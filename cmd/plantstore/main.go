@@ -53,10 +53,15 @@ func main() {
 // newLogger returns the logger of the binary, writing to w in the format
 // -log-format names.
 func newLogger(o *options, w io.Writer) *slog.Logger {
+	return slog.New(httpapi.NewLogHandler(w, logFormat(o), &slog.HandlerOptions{Level: o.logLevel}))
+}
+
+// logFormat returns the format -log-format names.
+func logFormat(o *options) httpapi.LogFormat {
 	if o.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(escapingWriter{w}, &slog.HandlerOptions{Level: o.logLevel}))
+		return httpapi.JSONLog
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.logLevel}))
+	return httpapi.TextLog
 }
 
 // A loggedError is an error run has already written to the log, which main
@@ -139,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := ensureToken(sec, stdout); err != nil {
 		return err
 	}
-	handler, err := newHandler(ctx, o, ps, sec, reg, tp, logs, logger)
+	handler, err := newHandler(o, ps, sec, reg, tp, logs, logger)
 	if err != nil {
 		return err
 	}
@@ -180,13 +185,12 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 	if err != nil {
 		return nil, nil, err
 	}
+	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(hooks)}
 	var wopts []webhook.Option
 	if tp != nil {
-		spans := oteltrace.Storage(tp)
-		hooks.Start, hooks.Batch = spans.Start, spans.Batch
+		sopts = append(sopts, sqlstore.WithHooks(oteltrace.Storage(tp)))
 		wopts = append(wopts, webhook.WithHooks(oteltrace.Webhooks(tp)))
 	}
-	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(hooks)}
 	if len(o.webhooks) > 0 {
 		sopts = append(sopts, sqlstore.WithOutbox(), sqlstore.WithOutboxMaxPending(o.webhookMaxPending))
 	}
@@ -206,35 +210,29 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 }
 
 // newHandler returns the API's handler as the binary serves it on -addr:
-// with the tokens of sec, which a reload may change, the metrics and the
-// access log as hooks, /metrics unless -metrics-addr takes it elsewhere,
-// and /docs unless -docs=false; inside otelhttp's handler when tp traces
-// it.
-func newHandler(ctx context.Context, o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *server.LogWriter, logger *slog.Logger) (http.Handler, error) {
+// with the tokens of sec, which a reload may change, the metrics as
+// hooks, the access log, /metrics unless -metrics-addr takes it
+// elsewhere, and /docs unless -docs=false; inside otelhttp's handler when
+// tp traces it.
+func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *server.LogWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
 		return nil, err
 	}
-	if tp != nil {
-		hooks.Routed = oteltrace.HTTP().Routed
-	}
-	if logger.Enabled(ctx, slog.LevelInfo) {
-		access := newAccessLog(logs, o.logFormat == "json", logger.Handler())
-		access.traceIDs = tp != nil
-		metrics := hooks.Served
-		hooks.Served = func(s httpapi.Served) {
-			metrics(s)
-			access.served(s)
-		}
-	}
+	access := httpapi.AccessLog{Format: logFormat(o), Level: o.logLevel}
 	hopts := []httpapi.Option{
-		httpapi.WithAuthenticator(sec),
+		httpapi.WithAuthenticator(sec.tokens),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxBodyBytes(o.maxBody),
 		httpapi.WithHooks(hooks),
 		httpapi.WithMaxHeaderBytes(server.DefaultMaxHeaderBytes),
 		httpapi.WithReadyTimeout(o.readyTimeout),
 	}
+	if tp != nil {
+		hopts = append(hopts, httpapi.WithHooks(oteltrace.HTTP()))
+		access.TraceID = traceID
+	}
+	hopts = append(hopts, httpapi.WithAccessLog(logs, access))
 	if o.conventional {
 		hopts = append(hopts, httpapi.WithConventionalStatus())
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"crypto/sha256"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/server"
@@ -16,31 +12,23 @@ import (
 
 // secrets holds what the binary reads from files at start and again on
 // SIGHUP, besides the TLS certificate, which package server re-reads: the
-// accepted tokens and the webhook signing secret. A request reads the
-// current tokens with one atomic load; a reload swaps in new ones whole,
-// so that what is in flight finishes with the old ones and what comes
-// next sees the new.
+// accepted tokens and the webhook signing secret.
 type secrets struct {
 	o      *options
 	getenv func(string) string
 	logger *slog.Logger
 
-	tokens atomic.Pointer[tokenSet]
+	// tokens accepts the tokens of -token-file and PLANTSTORE_TOKENS, or
+	// the one generated at start; tokenFile is it when -token-file is
+	// given, and nil otherwise.
+	tokens    httpapi.Authenticator
+	tokenFile *httpapi.TokenFile
 
 	mu sync.Mutex // held over the two fields below
 	// webhookSecret is the secret deliveries are signed with, "" without
 	// -webhook; webhooks is their Dispatcher once started.
 	webhookSecret string
 	webhooks      *webhook.Dispatcher
-}
-
-// A tokenSet is the accepted tokens, as an [httpapi.Tokens] authenticator
-// (constant-time comparison of digests), with how many they are and a
-// digest of them all, to tell whether a reload changed them.
-type tokenSet struct {
-	httpapi.Authenticator
-	n   int
-	sum [sha256.Size]byte
 }
 
 // loadSecrets reads the webhook secret and the tokens the options and
@@ -52,34 +40,38 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 	if s.webhookSecret, err = webhookSecret(o, getenv, logger); err != nil {
 		return nil, err
 	}
-	tokens, err := loadTokens(o.tokenFile, getenv, logger)
+	tokens, err := envTokens(getenv)
 	if err != nil {
 		return nil, err
 	}
-	s.setTokens(tokens)
+	if o.tokenFile == "" {
+		s.setTokens(tokens)
+		return s, nil
+	}
+	s.tokenFile, err = httpapi.OpenTokenFile(o.tokenFile,
+		httpapi.WithExtraTokens(tokens...), httpapi.WithTokenFileLogger(logger))
+	if err != nil {
+		return nil, err
+	}
+	s.tokens = s.tokenFile
 	return s, nil
 }
 
 // setTokens makes tokens, checked with [httpapi.CheckToken], the accepted
-// ones, and reports whether they differ from those accepted before.
-func (s *secrets) setTokens(tokens []string) (changed bool) {
-	sorted := slices.Sorted(slices.Values(tokens))
-	t := &tokenSet{
-		Authenticator: httpapi.Tokens(tokens...),
-		n:             len(tokens),
-		sum:           sha256.Sum256([]byte(strings.Join(sorted, "\n"))),
+// ones, without -token-file: nothing reloads them. None is accepted when
+// there are none.
+func (s *secrets) setTokens(tokens []string) {
+	if len(tokens) > 0 {
+		s.tokens = httpapi.Tokens(tokens...)
 	}
-	old := s.tokens.Swap(t)
-	return old == nil || old.sum != t.sum
 }
 
 // hasTokens reports whether any token is accepted.
-func (s *secrets) hasTokens() bool { return s.tokens.Load().n > 0 }
+func (s *secrets) hasTokens() bool { return s.tokens != nil }
 
-// Authenticate makes secrets the [httpapi.Authenticator] of the API: it
-// accepts the tokens of the latest load.
+// Authenticate makes secrets the [httpapi.Authenticator] of the API.
 func (s *secrets) Authenticate(r *http.Request, token string) error {
-	return s.tokens.Load().Authenticate(r, token)
+	return s.tokens.Authenticate(r, token)
 }
 
 // reloaders returns the options that make the server re-read, at each
@@ -89,23 +81,15 @@ func (s *secrets) Authenticate(r *http.Request, token string) error {
 // as it is.
 func (s *secrets) reloaders() []server.Option {
 	var opts []server.Option
-	if s.o.tokenFile != "" {
-		opts = append(opts, server.WithReload("tokens", s.reloadTokens, func() []slog.Attr {
-			return []slog.Attr{slog.Int("tokens", s.tokens.Load().n)}
+	if s.tokenFile != nil {
+		opts = append(opts, server.WithReload("tokens", s.tokenFile.Reload, func() []slog.Attr {
+			return []slog.Attr{slog.Int("tokens", s.tokenFile.Len())}
 		}))
 	}
 	if s.o.webhookSecret != "" {
 		opts = append(opts, server.WithReload("webhook secret", s.reloadWebhookSecret, nil))
 	}
 	return opts
-}
-
-func (s *secrets) reloadTokens() (bool, error) {
-	tokens, err := loadTokens(s.o.tokenFile, s.getenv, s.logger)
-	if err != nil {
-		return false, err
-	}
-	return s.setTokens(tokens), nil
 }
 
 // reloadWebhookSecret re-reads the webhook secret, once deliveries have

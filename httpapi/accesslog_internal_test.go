@@ -1,43 +1,46 @@
-package main
+package httpapi
 
 import (
 	"bytes"
 	"context"
 	be "encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/plantstore/plantstore/httpapi"
 )
 
+// traceKey keys the trace id the tests' TraceID func finds in a context.
+type traceKey struct{}
+
+// testTraceID is an AccessLog's TraceID for the tests: the id put in the
+// context under traceKey, valid unless it is all zeros, as a W3C trace id.
+func testTraceID(ctx context.Context) ([16]byte, bool) {
+	id, _ := ctx.Value(traceKey{}).([16]byte)
+	return id, id != [16]byte{}
+}
+
 // TestAccessLogAsSlogWritesIt checks that accessLog writes every line byte
-// for byte as slog's text and JSON handlers write the record it stands
-// for, over many requests: plain ones, which it formats itself, and ones
-// with bytes to quote or escape, which it hands to the handler.
+// for byte as NewLogHandler's text and JSON handlers write the record it
+// stands for, over many requests: plain ones, which it formats itself,
+// and ones with bytes to quote or escape, which it hands to the handler.
 func TestAccessLogAsSlogWritesIt(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
 	zones := []*time.Location{time.UTC, time.FixedZone("", 3600), time.FixedZone("", -(9*3600 + 30*60))}
-	for _, json := range []bool{false, true} {
+	for _, format := range []LogFormat{TextLog, JSONLog} {
 		var got, want bytes.Buffer
-		var handler, reference slog.Handler
-		if json {
-			handler, reference = slog.NewJSONHandler(&got, nil), slog.NewJSONHandler(&want, nil)
-		} else {
-			handler, reference = slog.NewTextHandler(&got, nil), slog.NewTextHandler(&want, nil)
-		}
-		l := newAccessLog(&got, json, handler)
+		reference := NewLogHandler(&want, format, nil)
+		logs := [2]*accessLog{newAccessLog(&got, AccessLog{Format: format}),
+			newAccessLog(&got, AccessLog{Format: format, TraceID: testTraceID})}
 		for i := range 10000 {
-			// Half the lines are of a binary that traces, for requests
-			// with a valid span context, an invalid one, or none.
-			l.traceIDs = i%2 == 1
-			s := httpapi.Served{
+			// Half the lines are of a log that finds trace ids, for
+			// requests with a valid one, an invalid one, or no context.
+			l := logs[i%2]
+			s := Served{
 				Method: pick("GET", "POST", "DELETE", "HEAD", "OPTIONS", "BREW", "", "G\"T"),
 				Path: pick("/plants", "/plants/42", "/plants/-9223372036854775808", "/", "", "/a b", "/a=b",
 					"/%2F", "/plants/\u202e", "/plants/\x00", "/pl\"ants", `/back\slash`, "/ünï", "/\xff", "/~user/x.y_z", "/a+b:c@d"),
@@ -50,29 +53,28 @@ func TestAccessLogAsSlogWritesIt(t *testing.T) {
 			if i%7 == 0 {
 				s.Duration = time.Duration(rng.IntN(3)) * time.Millisecond
 			}
-			var tid trace.TraceID
+			var tid [16]byte
 			switch rng.IntN(3) {
 			case 0:
 				be.BigEndian.PutUint64(tid[:8], rng.Uint64())
 				be.BigEndian.PutUint64(tid[8:], rng.Uint64()|1) // not zero: valid
-				s.Context = trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
-					TraceID: tid, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}}))
+				s.Context = context.WithValue(context.Background(), traceKey{}, tid)
 			case 1:
 				s.Context = context.Background()
 			}
-			l.served(s)
+			l.write(&s)
 			r := slog.NewRecord(s.Start.Add(s.Duration), slog.LevelInfo, "request", 0)
 			r.AddAttrs(slog.String("method", s.Method), slog.String("path", s.Path), slog.Int("status", s.Status),
 				slog.Duration("duration", s.Duration), slog.String("request_id", s.RequestID))
-			if l.traceIDs && tid.IsValid() {
-				r.AddAttrs(slog.String("trace_id", tid.String()))
+			if l.traceID != nil && tid != [16]byte{} {
+				r.AddAttrs(slog.String("trace_id", hex.EncodeToString(tid[:])))
 			}
 			if s.Code != 0 {
 				r.AddAttrs(slog.Int("error", s.Code))
 			}
 			reference.Handle(context.Background(), r)
 			if g, w := got.String(), want.String(); g != w {
-				t.Fatalf("json=%v: for %+v the access log wrote\n%s\nwhere slog writes\n%s", json, s, g, w)
+				t.Fatalf("%v: for %+v the access log wrote\n%s\nwhere slog writes\n%s", format, s, g, w)
 			}
 			got.Reset()
 			want.Reset()
@@ -109,26 +111,22 @@ func TestAppendMillis(t *testing.T) {
 }
 
 // BenchmarkAccessLog compares the access line accessLog appends with the
-// same line made by slog.Logger.LogAttrs, in both formats, into a writer
-// that throws it away.
+// same line made by slog.Logger.LogAttrs over NewLogHandler, in both
+// formats, into a writer that throws it away.
 func BenchmarkAccessLog(b *testing.B) {
-	s := httpapi.Served{Method: "POST", Path: "/plants", Status: 400, Code: 409,
+	s := Served{Method: "POST", Path: "/plants", Status: 400, Code: 409,
 		RequestID: "0123456789abcdef0123456789abcdef", Start: time.Now(), Duration: 1234567}
-	for _, json := range []bool{false, true} {
-		var h slog.Handler = slog.NewTextHandler(discard{}, nil)
-		if json {
-			h = slog.NewJSONHandler(discard{}, nil)
-		}
-		b.Run(fmt.Sprintf("json=%v/accessLog", json), func(b *testing.B) {
+	for _, format := range []LogFormat{TextLog, JSONLog} {
+		b.Run(fmt.Sprintf("format=%v/accessLog", format), func(b *testing.B) {
 			b.ReportAllocs()
-			l := newAccessLog(discard{}, json, h)
+			l := newAccessLog(discard{}, AccessLog{Format: format})
 			for b.Loop() {
-				l.served(s)
+				l.write(&s)
 			}
 		})
-		b.Run(fmt.Sprintf("json=%v/slog", json), func(b *testing.B) {
+		b.Run(fmt.Sprintf("format=%v/slog", format), func(b *testing.B) {
 			b.ReportAllocs()
-			logger := slog.New(h)
+			logger := slog.New(NewLogHandler(discard{}, format, nil))
 			ctx := context.Background()
 			for b.Loop() {
 				logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", s.Method), slog.String("path", s.Path),
@@ -143,15 +141,12 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// TestProbesLogAtDebug checks that a load balancer's probes, answered 200,
-// leave no access line at info but one at debug, and that a failed probe
-// and any other request are logged at info.
-func TestProbesLogAtDebug(t *testing.T) {
+// TestPolledLogAtDebug checks that the successes of the routes machines
+// poll (a load balancer's probes, a metrics collector's scrapes) leave no
+// access line at info but one at debug, and that a failed probe and any
+// other request are logged at info; nothing is logged below the level.
+func TestPolledLogAtDebug(t *testing.T) {
 	t.Parallel()
-	routes := map[string]httpapi.Route{}
-	for _, r := range httpapi.Routes() {
-		routes[r.String()] = r
-	}
 	for _, c := range []struct {
 		route  string
 		status int
@@ -160,17 +155,19 @@ func TestProbesLogAtDebug(t *testing.T) {
 	}{
 		{"/readyz", 200, slog.LevelInfo, ""},
 		{"/healthz", 200, slog.LevelInfo, ""},
+		{"/metrics", 200, slog.LevelInfo, ""},
 		{"/readyz", 200, slog.LevelDebug, "level=DEBUG"},
+		{"/metrics", 200, slog.LevelDebug, "level=DEBUG"},
 		{"/readyz", 503, slog.LevelInfo, "level=INFO"},
+		{"/metrics", 400, slog.LevelInfo, "level=INFO"},
 		{"/plants", 200, slog.LevelInfo, "level=INFO"},
+		{"/plants", 200, slog.LevelDebug, "level=INFO"},
+		{"/plants", 200, slog.LevelWarn, ""},
+		{"/readyz", 503, slog.LevelWarn, ""},
 	} {
-		r, ok := routes[c.route]
-		if !ok {
-			t.Fatalf("no Route %s in %v", c.route, httpapi.Routes())
-		}
 		var out bytes.Buffer
-		l := newAccessLog(&out, false, slog.NewTextHandler(&out, &slog.HandlerOptions{Level: c.level}))
-		l.served(httpapi.Served{Route: r, Method: "GET", Path: c.route, Status: c.status, RequestID: "probe-1", Start: time.Now()})
+		l := newAccessLog(&out, AccessLog{Level: c.level})
+		l.write(&Served{Route: RouteOf(c.route), Method: "GET", Path: c.route, Status: c.status, RequestID: "probe-1", Start: time.Now()})
 		got := out.String()
 		if c.want == "" && got != "" || c.want != "" && !bytes.Contains(out.Bytes(), []byte(" "+c.want+" msg=request")) {
 			t.Errorf("%s answered %d, logging at %v: wrote %q, want %q", c.route, c.status, c.level, got, c.want)

@@ -1,0 +1,311 @@
+package httpapi_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/secretfile"
+	"github.com/plantstore/plantstore/memstore"
+)
+
+// quiet is the TokenFileOption that drops the TokenFile's warnings.
+var quiet = httpapi.WithTokenFileLogger(slog.New(slog.DiscardHandler))
+
+// writeTokens writes a token file of mode 600 with contents s.
+func writeTokens(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accepted returns which of tokens a accepts, by Authenticate.
+func accepted(a httpapi.Authenticator, tokens ...string) map[string]bool {
+	got := map[string]bool{}
+	for _, tok := range tokens {
+		got[tok] = a.Authenticate(httptest.NewRequest("GET", "/plants", nil), tok) == nil
+	}
+	return got
+}
+
+// TestTokenFileRefusesTokensNoClientCanSend checks that a token no bearer
+// header can carry stops the open with an error naming the file and line
+// and the rule, and never the token itself.
+func TestTokenFileRefusesTokensNoClientCanSend(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		file     string
+		secret   string // the bad token, which the error must not show
+		wantLine int
+	}{
+		{name: "inner equals sign", file: "# ops\ngood-1\nabc=def\n", secret: "abc=def", wantLine: 3},
+		{name: "space", file: "good-1\n\n  tok en1  \n", secret: "tok en1", wantLine: 3},
+		{name: "non-ASCII", file: "pässwört\n", secret: "pässwört", wantLine: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "tokens")
+			writeTokens(t, file, tt.file)
+			tf, err := httpapi.OpenTokenFile(file, quiet)
+			if !errors.Is(err, httpapi.ErrTokenSyntax) || tf != nil {
+				t.Fatalf("OpenTokenFile = %v, %v, want no TokenFile and ErrTokenSyntax", tf, err)
+			}
+			fe, ok := errors.AsType[*httpapi.TokenFileError](err)
+			if !ok || fe.File != file || fe.Line != tt.wantLine {
+				t.Errorf("OpenTokenFile = %v, want a *TokenFileError at line %d of %q", err, tt.wantLine, file)
+			}
+			// The message is what the operator reads: it must not show
+			// the token, which only its text can tell.
+			if msg := err.Error(); strings.Contains(msg, tt.secret) {
+				t.Errorf("the error %q shows the token", msg)
+			}
+		})
+	}
+}
+
+func TestTokenFileBoundsTheFile(t *testing.T) {
+	t.Parallel()
+	big := filepath.Join(t.TempDir(), "big")
+	writeTokens(t, big, strings.Repeat("tok\n", secretfile.MaxSize/4)+"x")
+	for _, file := range []string{"/dev/zero", big} {
+		if _, err := os.Stat(file); err != nil {
+			t.Logf("skipping %s: %v", file, err)
+			continue
+		}
+		_, err := httpapi.OpenTokenFile(file, quiet)
+		if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file || !errors.Is(err, secretfile.ErrTooLarge) {
+			t.Errorf("OpenTokenFile(%s) = %v, want secretfile.ErrTooLarge in a *secretfile.Error for the file", file, err)
+		}
+	}
+}
+
+// TestTokenFileFromAPipe checks that a token file need not be regular, so
+// that /dev/stdin and a shell's process substitution work.
+func TestTokenFileFromAPipe(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	path := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s on this system: %v", path, err)
+	}
+	go func() {
+		io.WriteString(w, "piped-1\n# comment\npiped-2\n")
+		w.Close()
+	}()
+	tf, err := httpapi.OpenTokenFile(path, quiet)
+	if err != nil {
+		t.Fatalf("OpenTokenFile(%s) = %v", path, err)
+	}
+	want := map[string]bool{"piped-1": true, "piped-2": true, "comment": false}
+	if diff := cmp.Diff(want, accepted(tf, "piped-1", "piped-2", "comment")); diff != "" {
+		t.Errorf("tokens from a pipe accepted (-want +got):\n%s", diff)
+	}
+	if tf.Len() != 2 {
+		t.Errorf("Len() = %d, want 2", tf.Len())
+	}
+}
+
+// TestTokenFileReload changes the file and reloads: the new tokens, and
+// the extra ones, are accepted and the old refused; a reload that finds
+// the same tokens, in any order, changes nothing; and a file that cannot
+// be used (gone, a token no client can send, no token) is an error that
+// keeps the old tokens.
+func TestTokenFileReload(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, "# team a\nalpha\nbravo\n")
+	tf, err := httpapi.OpenTokenFile(file, quiet, httpapi.WithExtraTokens("extra-1", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"alpha", "bravo", "charlie", "extra-1"}
+	type state struct {
+		Accepted map[string]bool
+		Len      int
+	}
+	check := func(step string, want state) {
+		t.Helper()
+		if diff := cmp.Diff(want, state{accepted(tf, all...), tf.Len()}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", step, diff)
+		}
+	}
+	check("opened", state{map[string]bool{"alpha": true, "bravo": true, "charlie": false, "extra-1": true}, 3})
+
+	writeTokens(t, file, "bravo\ncharlie\n")
+	if changed, err := tf.Reload(); !changed || err != nil {
+		t.Errorf("Reload of new tokens = %v, %v, want true, nil", changed, err)
+	}
+	after := state{map[string]bool{"alpha": false, "bravo": true, "charlie": true, "extra-1": true}, 3}
+	check("reloaded", after)
+
+	writeTokens(t, file, "  charlie  \n\n# reordered\nbravo\n")
+	if changed, err := tf.Reload(); changed || err != nil {
+		t.Errorf("Reload of the same tokens = %v, %v, want false, nil", changed, err)
+	}
+	for _, spoil := range []struct {
+		name    string
+		spoil   func()
+		wantErr func(error) bool
+	}{
+		{"gone", func() { os.Remove(file) }, func(err error) bool { return errors.Is(err, os.ErrNotExist) }},
+		{"unusable token", func() { writeTokens(t, file, "bravo\nnot a token\n") }, func(err error) bool {
+			fe, ok := errors.AsType[*httpapi.TokenFileError](err)
+			return ok && fe.Line == 2 && errors.Is(err, httpapi.ErrTokenSyntax)
+		}},
+		{"no token", func() { writeTokens(t, file, "# emptied\n") }, func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), file+" holds no token")
+		}},
+	} {
+		spoil.spoil()
+		changed, err := tf.Reload()
+		if changed || !spoil.wantErr(err) {
+			t.Errorf("Reload of a file %s = %v, %v, want false and its error", spoil.name, changed, err)
+		}
+		check("after a reload of a file "+spoil.name, after)
+	}
+}
+
+// TestTokenFileThroughTheHandler checks that the handler answers by the
+// tokens of the latest load.
+func TestTokenFileThroughTheHandler(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, "old-token\n")
+	tf, err := httpapi.OpenTokenFile(file, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, nil, httpapi.WithAuthenticator(tf))
+	list := func(tok string) response {
+		return e.do("GET", "/plants", map[string]string{"Authorization": "Bearer " + tok}, "")
+	}
+	if r := list("old-token"); r.status != 200 {
+		t.Errorf("the file's token was answered %d %s, want 200", r.status, r.body)
+	}
+	list("new-token").wantError(t, 400, 401)
+	writeTokens(t, file, "new-token\n")
+	if _, err := tf.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if r := list("new-token"); r.status != 200 {
+		t.Errorf("the reloaded file's token was answered %d %s, want 200", r.status, r.body)
+	}
+	list("old-token").wantError(t, 400, 401)
+}
+
+// TestTokenFileReloadUnderRequests reloads between two sets of tokens
+// while requests are checked: a token in both sets is accepted every time,
+// as each request sees one whole set.
+func TestTokenFileReloadUnderRequests(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	writeTokens(t, file, "kept\nfirst\n")
+	tf, err := httpapi.OpenTokenFile(file, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := plantstore.New(memstore.New())
+	h := httpapi.New(ps, httpapi.WithAuthenticator(tf))
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				req := httptest.NewRequest("GET", "/plants", nil)
+				req.Header.Set("Authorization", "Bearer kept")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					t.Errorf("a token in every set was answered %d %s mid-reload", rec.Code, rec.Body)
+					return
+				}
+			}
+		})
+	}
+	for i := range 200 {
+		next := filepath.Join(dir, "next")
+		writeTokens(t, next, fmt.Sprintf("kept\nround-%d\n", i))
+		if err := os.Rename(next, file); err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := tf.Reload(); !changed || err != nil {
+			t.Fatalf("Reload %d = %v, %v, want true, nil", i, changed, err)
+		}
+	}
+	close(done)
+	wg.Wait()
+}
+
+// TestTokenFileWarnsOfASharedFile checks that a token file its group or
+// others may read is warned of, with the chmod that fixes it, at open and
+// at each reload, and that one of mode 600 is not.
+func TestTokenFileWarnsOfASharedFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, "tok-1\n")
+	rh := &recordingHandler{level: slog.LevelDebug}
+	tf, err := httpapi.OpenTokenFile(file, httpapi.WithTokenFileLogger(slog.New(rh)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tf.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rh.records() {
+		line := r.Level.String() + " " + r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "fix" {
+				line += " fix=" + a.Value.String()
+			}
+			return true
+		})
+		got = append(got, line)
+	}
+	want := []string{"WARN token file is readable by group or others; chmod 600 it fix=chmod 600 " + file}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestWithExtraTokensPanicsWithoutTheToken checks that an extra token no
+// client can send stops the program, with a message that does not show
+// it.
+func TestWithExtraTokensPanicsWithoutTheToken(t *testing.T) {
+	t.Parallel()
+	msg := func() (msg string) {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		httpapi.WithExtraTokens("good", "bad token")
+		return ""
+	}()
+	if !strings.Contains(msg, "token 2 of 2") || strings.Contains(msg, "bad token") {
+		t.Errorf("WithExtraTokens panicked with %q, want it to name token 2 of 2, and not show it", msg)
+	}
+}
