@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"github.com/plantstore/plantstore/httpapi"
@@ -68,11 +67,6 @@ func (s *secrets) setTokens(tokens []string) {
 
 // hasTokens reports whether any token is accepted.
 func (s *secrets) hasTokens() bool { return s.tokens != nil }
-
-// Authenticate makes secrets the [httpapi.Authenticator] of the API.
-func (s *secrets) Authenticate(r *http.Request, token string) error {
-	return s.tokens.Authenticate(r, token)
-}
 
 // reloaders returns the options that make the server re-read, at each
 // reload, -token-file and -webhook-secret-file, when given. Each that
