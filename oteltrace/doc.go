@@ -1,25 +1,24 @@
 // Package oteltrace traces with OpenTelemetry what packages httpapi,
 // sqlstore and webhook report through their hooks. It links only the
-// OpenTelemetry API, and is the one package of plantstore that does: a
-// host that mounts httpapi without it links no tracing library at all.
-// The host chooses the SDK, the exporter and the sampler, and gives
-// their TracerProvider here.
+// OpenTelemetry API and otelhttp, the API's instrumentation of net/http,
+// and is the one package of plantstore that does: a host that mounts
+// httpapi without it links no tracing library at all. The host chooses
+// the SDK, the exporter and the sampler, and gives their TracerProvider
+// here.
 //
-//	storeHooks := oteltrace.Storage(tp)
-//	store, err := sqlstore.Open(ctx, db, sqlstore.SQLite, sqlstore.WithHooks(storeHooks))
+//	store, err := sqlstore.OpenSQLite(ctx, "sqlite", "plants.db", sqlstore.WithHooks(oteltrace.Storage(tp)))
 //	api := httpapi.New(plantstore.New(store), httpapi.WithHooks(oteltrace.HTTP()), …)
-//	handler := otelhttp.NewHandler(api, "plantstore",
-//		otelhttp.WithTracerProvider(tp),
-//		otelhttp.WithPropagators(propagation.TraceContext{}),
-//		otelhttp.WithSpanNameFormatter(oteltrace.SpanName))
-//	d, err := webhook.New(outbox, subscribers, secret, webhook.WithHooks(oteltrace.Webhooks(tp)))
+//	handler := oteltrace.Handler(api, tp)
+//	d, psOpts, err := webhook.Start(ctx, store, subscribers, secret, webhook.WithHooks(oteltrace.Webhooks(tp)))
 //
 // The spans:
 //
-//   - the request's server span is otelhttp's; [HTTP] names it after the
-//     route ("POST /plants", "GET /plants/{id}"), never after the path, and
-//     sets http.route and url.path to the route, so that no plant id from a
-//     path reaches a span;
+//   - the request's server span is otelhttp's, which [Handler] starts,
+//     except for the routes machines poll (/healthz, /readyz, /metrics);
+//     [HTTP] names it after the route ("POST /plants", "GET
+//     /plants/{id}"), never after the path, and sets http.route and
+//     url.path to the route, so that no plant id from a path reaches a
+//     span;
 //   - "storage.create", "storage.read", "storage.list", "storage.delete":
 //     a Store's operation, a child of the request's span ([Storage]);
 //   - "storage.commit_batch": a group-commit transaction, which stores

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -58,14 +57,12 @@ func newUntracedHandler(s plantstore.Storage) http.Handler {
 }
 
 // newHandler returns the API over s, traced as a host traces it: the
-// handler inside otelhttp's, with the hooks of HTTP.
+// handler, with the hooks of HTTP, inside Handler.
 func newHandler(tp trace.TracerProvider, s plantstore.Storage) http.Handler {
 	api := httpapi.New(plantstore.New(s), httpapi.WithTokens(token),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler)), httpapi.WithHooks(oteltrace.HTTP()))
-	return otelhttp.NewHandler(api, "plantstore",
-		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-		otelhttp.WithSpanNameFormatter(oteltrace.SpanName))
+		httpapi.WithLogger(slog.New(slog.DiscardHandler)), httpapi.WithHooks(oteltrace.HTTP()),
+		httpapi.WithMetricsHandler(http.NotFoundHandler()), httpapi.WithPublicMetrics())
+	return oteltrace.Handler(api, tp)
 }
 
 const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -10,6 +10,7 @@
 //	store, err := sqlstore.Open(ctx, db, sqlstore.SQLite, sqlstore.WithHooks(storeHooks))
 //	handler := httpapi.New(plantstore.New(store), httpapi.WithHooks(httpHooks), …)
 //	err = promstats.Webhooks(reg, dispatcher)
+//	err = promstats.Process(reg) // plantstore_build_info, go_*, process_*
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Nothing is registered anywhere but with the Registerer given. Hooks made

@@ -2,14 +2,19 @@
 // [database/sql]. It implements [plantstore.Storage], [plantstore.Pinger],
 // [plantstore.WriteProber] and [plantstore.Outbox].
 //
-// The caller opens the *sql.DB with a driver of its choice and keeps
-// ownership of it; this package imports no driver:
+// This package imports no driver: the caller imports one, and names it to
+// [OpenSQLite] or [OpenPostgres], which open the database as the
+// cmd/plantstore binary does, the Store owning the *sql.DB:
 //
-//	err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", "plants.db") // refuses others' files
-//	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("plants.db")) // modernc.org/sqlite
-//	s, err := sqlstore.Open(ctx, db, sqlstore.SQLite)
+//	s, err := sqlstore.OpenSQLite(ctx, "sqlite", "plants.db") // modernc.org/sqlite; refuses others' files
 //	defer s.Close()
 //	ps := plantstore.New(s)
+//
+// or opens the *sql.DB itself, and keeps ownership of it:
+//
+//	err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", "plants.db")
+//	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("plants.db"))
+//	s, err := sqlstore.Open(ctx, db, sqlstore.SQLite)
 //
 // # Durability
 //
@@ -57,6 +62,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +112,7 @@ type config struct {
 	lockWait  time.Duration // see WithLockTimeout; 0: none
 	idleInTx  time.Duration // see WithIdleInTransactionTimeout; 0: none
 	hooks     Hooks
+	logger    *slog.Logger // see WithLogger; nil: slog.Default()
 }
 
 // WithLockTimeout makes every write transaction of the Store on
@@ -117,8 +124,9 @@ type config struct {
 // transaction mode, which keeps no session settings and refuses them at
 // connect time. Where the connection is the session's own, setting
 // lock_timeout when connecting (pgx: a lock_timeout parameter in the URL)
-// costs nothing per transaction, and this option is not needed. A d of
-// zero or less, the default, sets nothing. SQLite waits for its file lock
+// costs nothing per transaction: [OpenPostgres] does so with d, and sets
+// it per transaction only where the connection refuses that. A d of zero
+// or less, the default, sets nothing. SQLite waits for its file lock
 // by the DSN's busy timeout instead.
 func WithLockTimeout(d time.Duration) Option {
 	return func(c *config) { c.lockWait = max(d, 0) }
@@ -130,8 +138,9 @@ func WithLockTimeout(d time.Duration) Option {
 // is stopped or frozen mid-transaction, never to send its next statement
 // in time, is cut off by the server, and the row locks it held are
 // released to the other processes. Its transaction rolls back. Like
-// [WithLockTimeout], it is set within each transaction, for poolers; a d
-// of zero or less, the default, sets nothing.
+// [WithLockTimeout], it is set within each transaction, for poolers, or by
+// [OpenPostgres] when connecting; a d of zero or less, the default, sets
+// nothing.
 func WithIdleInTransactionTimeout(d time.Duration) Option {
 	return func(c *config) { c.idleInTx = max(d, 0) }
 }
@@ -179,6 +188,7 @@ func WithOutbox() Option {
 // PostgreSQL database; each id is still taken at most once.
 type Store struct {
 	db      *sql.DB
+	ownsDB  bool // opened by OpenSQLite or OpenPostgres: Close closes db
 	dialect Dialect
 	cfg     config
 	q       queries
@@ -271,8 +281,10 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 
 // Close stops the Store's background work, after storing the Creates it
 // has already taken. Later Creates return an error wrapping
-// [plantstore.ErrUnavailable]. It does not close the *sql.DB and always
-// returns nil.
+// [plantstore.ErrUnavailable]. It closes the *sql.DB only when
+// [OpenSQLite] or [OpenPostgres] opened it, and then returns the error of
+// its Close; otherwise it leaves the *sql.DB to its caller and returns
+// nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.stopped
@@ -283,6 +295,9 @@ func (s *Store) Close() error {
 	s.insertStmts = nil
 	s.stmtUse.Unlock()
 	s.dropProbeRow()
+	if s.ownsDB {
+		return s.db.Close()
+	}
 	return nil
 }
 

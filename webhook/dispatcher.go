@@ -52,6 +52,9 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	running bool
+	stopped bool               // Stop was called
+	cancel  context.CancelFunc // ends Run's context; nil until Run
+	done    chan struct{}      // closed as Run returns
 }
 
 // A dropper is an outbox that can drop events undelivered to stay within
@@ -240,20 +243,66 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers events until ctx is done, then cancels the attempts in
-// flight, releases the deliveries it holds to other Dispatchers, and
-// returns once they have ended. Outbox failures are logged and retried at
-// the next poll.
+// Run delivers events until ctx is done or [Dispatcher.Stop] is called,
+// then cancels the attempts in flight, releases the deliveries it holds
+// to other Dispatchers, and returns once they have ended. Outbox failures
+// are logged and retried at the next poll. After Stop it returns nil at
+// once.
 //
-// Errors: [ErrRunning] when Run was called before; otherwise nil.
+// Errors: [ErrRunning] when Run was called before, or [Start] ran d;
+// otherwise nil.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	d.mu.Lock()
-	ran := d.running
-	d.running = true
-	d.mu.Unlock()
-	if ran {
-		return ErrRunning
+	ctx, err := d.begin(ctx)
+	if errors.Is(err, errStopped) {
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	d.run(ctx)
+	return nil
+}
+
+// errStopped is begin's error for a Dispatcher stopped before it ran.
+var errStopped = errors.New("webhook: dispatcher stopped")
+
+// begin marks d as running and returns the context it runs with, which
+// Stop cancels: ErrRunning when d ran before, errStopped when Stop came
+// first.
+func (d *Dispatcher) begin(ctx context.Context) (context.Context, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.running:
+		return nil, ErrRunning
+	case d.stopped:
+		return nil, errStopped
+	}
+	d.running = true
+	ctx, d.cancel = context.WithCancel(ctx)
+	d.done = make(chan struct{})
+	return ctx, nil
+}
+
+// Stop stops delivery as the end of Run's context does, and returns once
+// Run has returned: the attempts in flight cancelled, the deliveries held
+// handed back to the outbox. A Dispatcher stopped before it runs never
+// delivers. Stop is safe to call more than once, and concurrently.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	cancel, done := d.cancel, d.done
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// run delivers events until ctx is done: Run's work, once begin let it.
+func (d *Dispatcher) run(ctx context.Context) {
+	defer close(d.done)
+	defer d.cancel()
 	d.takeBack(ctx)
 	var wg sync.WaitGroup
 	for _, s := range d.subs {
@@ -262,7 +311,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	wg.Go(func() { d.fanOut(ctx) })
 	wg.Go(func() { d.logStats(ctx) })
 	wg.Wait()
-	return nil
 }
 
 // takeBack ends the leases a Dispatcher of the same name held, when the

@@ -13,6 +13,9 @@
 //		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 //	go d.Run(ctx)
 //
+// [Start] does all of that, choosing the outbox by the storage: the
+// storage itself when it is one, a bounded MemoryOutbox otherwise.
+//
 // Dispatchers in several processes may share one durable outbox, such as
 // a [github.com/plantstore/plantstore/sqlstore.Store] on one database:
 // they split its deliveries by claiming them with a lease, so that each

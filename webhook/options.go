@@ -37,6 +37,7 @@ type config struct {
 	statsInterval  time.Duration
 	logger         *slog.Logger
 	hooks          Hooks
+	memory         []MemoryOption // see WithMemoryOutbox
 }
 
 // WithClient makes the Dispatcher send deliveries with c. The default

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
+
+	"github.com/plantstore/plantstore/internal/buildinfo"
 )
 
 // envPrefix begins the name of the environment variable of every flag.
@@ -172,75 +173,8 @@ Examples:
 var buildVersion, buildCommit string
 
 // version describes the build, from the module and version control
-// information the go command stamps into the binary.
+// information the go command stamps into the binary, or the linker's
+// buildVersion and buildCommit.
 func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = &debug.BuildInfo{}
-	}
-	return describeBuild(bi, buildVersion, buildCommit)
-}
-
-// describeBuild says which plantstore bi is: see buildIdentity.
-func describeBuild(bi *debug.BuildInfo, versionAtLink, commitAtLink string) string {
-	v, rev, modified := buildIdentity(bi, versionAtLink, commitAtLink)
-	switch {
-	case rev == "" && v != "(devel)" && v != "unknown":
-		rev = "of tag " + v
-	case rev == "":
-		rev = "unknown (built without version control information; see -ldflags in docs/operations.md)"
-	}
-	if modified {
-		rev += " (modified)"
-	}
-	path := bi.Main.Path
-	if path == "" {
-		path = "github.com/plantstore/plantstore"
-	}
-	return fmt.Sprintf("plantstore %s %s, revision %s, %s", path, v, rev, bi.GoVersion)
-}
-
-// buildIdentity returns the module version of bi and the commit it was
-// built from: the linker's commitAtLink, or the one version control
-// stamped, or, for go install
-// github.com/plantstore/plantstore/cmd/plantstore@version, the commit a
-// pseudo-version ends with; "" for a tagged version, which names no
-// commit, or a build that stamped none.
-func buildIdentity(bi *debug.BuildInfo, versionAtLink, commitAtLink string) (version, commit string, modified bool) {
-	version, commit = bi.Main.Version, commitAtLink
-	if versionAtLink != "" {
-		version = versionAtLink
-	}
-	if version == "" {
-		version = "unknown"
-	}
-	for _, s := range bi.Settings {
-		switch {
-		case s.Key == "vcs.revision" && commit == "":
-			commit = s.Value
-		case s.Key == "vcs.modified" && s.Value == "true":
-			modified = true
-		}
-	}
-	if commit == "" {
-		commit = pseudoVersionCommit(version)
-	}
-	return version, commit, modified
-}
-
-// pseudoVersionCommit returns the 12-digit commit prefix a Go
-// pseudo-version (v0.0.0-20261125054009-d1be8db0a1b2) ends with, or "".
-func pseudoVersionCommit(v string) string {
-	v, _, _ = strings.Cut(v, "+") // +incompatible, +dirty
-	i := strings.LastIndexByte(v, '-')
-	if i < 0 || len(v)-i-1 != 12 || strings.Count(v, "-") < 2 {
-		return ""
-	}
-	rev := v[i+1:]
-	for _, c := range rev {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return ""
-		}
-	}
-	return rev
+	return buildinfo.Read(buildVersion, buildCommit).String()
 }

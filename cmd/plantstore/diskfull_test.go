@@ -8,27 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-// fillDisk writes a file in dir until the filesystem has no room left,
-// and returns its path.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for len(chunk) > 0 {
-		if _, err := f.Write(chunk); err != nil {
-			chunk = chunk[:len(chunk)/2]
-		}
-	}
-	return path
-}
 
 // TestStartOnAFullDisk restarts the binary on a SQLite file whose
 // filesystem has filled up while it was stopped: it exits at once with
@@ -37,7 +19,7 @@ func fillDisk(t *testing.T, dir string) string {
 // space is freed it starts and serves the plants it had.
 func TestStartOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	dir := mountTmpfs(t, 2<<20)
+	dir := dirtest.Tmpfs(t, 2<<20)
 	db := filepath.Join(dir, "plants.db")
 	p := startProcess(t, "-db", db, "-log-level", "warn")
 	if status, _, err := create(p.URL, 1, "before"); err != nil || status != 200 {
@@ -46,7 +28,7 @@ func TestStartOnAFullDisk(t *testing.T) {
 	if err := p.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	filler := fillDisk(t, dir)
+	filler := dirtest.Fill(t, dir)
 	_, stderr, err := testkit.Run(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken), "-addr", "127.0.0.1:0", "-db", db)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 {

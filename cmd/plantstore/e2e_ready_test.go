@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/faultproxy"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
@@ -40,23 +41,6 @@ func readyzCode(base string, limit time.Duration) (int, error) {
 	return errorCode(body), nil
 }
 
-// mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted
-// when the test ends, or skips the test when this process may not mount.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("SKIPPING: needs a small filesystem to fill, and mount -t tmpfs failed (it needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
 // TestDiskFullReadiness runs the binary on a SQLite file on a 2 MiB
 // filesystem and fills it with creates: once creates answer error 503,
 // GET /readyz does too, though the file can still be read; freeing space
@@ -66,7 +50,7 @@ func mountTmpfs(t *testing.T, size int) string {
 // It is one piece: each step acts on what the steps before it left, on one full filesystem.
 func TestDiskFullReadiness(t *testing.T) {
 	t.Parallel()
-	dir := mountTmpfs(t, 2<<20)
+	dir := dirtest.Tmpfs(t, 2<<20)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o600); err != nil {
 		t.Fatal(err)

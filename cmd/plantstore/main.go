@@ -44,7 +44,7 @@ func main() {
 	switch {
 	case errors.Is(err, errBadArgs):
 		os.Exit(2)
-	case errors.Is(err, errDiskFull):
+	case errors.Is(err, sqlstore.ErrDiskFull):
 		os.Exit(3)
 	}
 	os.Exit(1)
@@ -251,5 +251,5 @@ func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *promet
 	if tp == nil {
 		return httpapi.New(ps, hopts...), nil
 	}
-	return traced(httpapi.New(ps, hopts...), tp), nil
+	return oteltrace.Handler(httpapi.New(ps, hopts...), tp), nil
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -16,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +22,6 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
-	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 )
@@ -50,11 +46,11 @@ func writeSQLite(t *testing.T, path string, stmts ...string) {
 // as a stopped server leaves it.
 func writePlantstoreDB(t *testing.T, path string) {
 	t.Helper()
-	storage, closeStorage, err := openSQLite(context.Background(), path, nil)
+	storage, err := sqlstore.OpenSQLite(context.Background(), "sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStorage()
+	defer storage.Close()
 	if err := storage.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
 		t.Fatal(err)
 	}
@@ -383,51 +379,6 @@ func postgresDatabase(t *testing.T) *url.URL {
 	}
 	u.Path = "/" + name
 	return u
-}
-
-// TestThroughPgBouncer runs the binary on PostgreSQL through PgBouncer in
-// transaction mode with a plain URL, as an operator would write it: it
-// serves concurrent creates and reads. Asked in the URL for pgx's
-// statement cache, which such a pooler breaks, it refuses to start,
-// saying what to change, rather than answer error 500 to every request.
-func TestThroughPgBouncer(t *testing.T) {
-	t.Parallel()
-	u := postgresDatabase(t)
-	direct := *u
-	u.Host = pgtest.PgBouncer(t, u.Host)
-	env := map[string]string{"PLANTSTORE_TOKENS": procToken}
-	base, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "info", "-db-lock-timeout", "100ms"}, env)
-	testkit.WaitUntil(t, 10*time.Second, "the log to say that the session settings are made per transaction", func() bool {
-		return logged(stderr.String(), "the database connection refuses session settings at connect time, as PgBouncer does: lock_timeout and idle_in_transaction_session_timeout are set in every write transaction instead") == 1
-	})
-	checkLockTimeout(t, base, direct.String(), stderr)
-	var wg sync.WaitGroup
-	for id := range 64 {
-		wg.Go(func() {
-			if status, body := post(t, base, procToken, fmt.Sprintf(`{"id":%d,"name":"p"}`, id)); status != 200 {
-				t.Errorf("create %d through PgBouncer = %d %s, want 200", id, status, body)
-			}
-		})
-	}
-	wg.Wait()
-	if status, body := get(t, base, "/plants?limit=1000"); status != 200 || strings.Count(string(body), `"id"`) != 64 {
-		t.Errorf("list through PgBouncer = %d %s, want the 64 plants", status, body)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	q := u.Query()
-	q.Set("default_query_exec_mode", "cache_statement")
-	u.RawQuery = q.Encode()
-	var failed testkit.Buffer
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", u.String()}, func(k string) string { return env[k] }, io.Discard, &failed)
-	if !errors.Is(err, sqlstore.ErrStatementsLost) {
-		t.Errorf("run with named prepared statements through PgBouncer = %v, want ErrStatementsLost", err)
-	}
-	if !strings.Contains(failed.String(), "default_query_exec_mode=exec") {
-		t.Errorf("the log does not say how to fix it:\n%s", failed.String())
-	}
 }
 
 // TestLockTimeout holds a row lock on the id a create wants, from another

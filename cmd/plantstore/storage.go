@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/memstore"
@@ -39,21 +43,33 @@ func parseDB(db string) (storageKind, string, error) {
 	}
 	// A mistyped scheme is where a password is most likely given to a
 	// form that is not recognised: it is hidden here too.
-	return 0, "", fmt.Errorf("-db %q: %w", redactDSN(db), errDBForm)
+	return 0, "", fmt.Errorf("-db %q: %w", sqlstore.RedactDSN(db), errDBForm)
 }
 
-// openStorage opens the storage -db names, which parseFlags has checked.
-// opts configure durable storage.
+// redactDSN is [sqlstore.RedactDSN], for the lines that name -db.
+func redactDSN(db string) string { return sqlstore.RedactDSN(db) }
+
+// openStorage opens the storage -db names, which parseFlags has checked,
+// and returns it with the function that closes it. opts configure
+// durable storage; -db-lock-timeout and -db-idle-tx-timeout are added for
+// PostgreSQL.
 func openStorage(ctx context.Context, o *options, logger *slog.Logger, opts ...sqlstore.Option) (plantstore.Storage, func(), error) {
 	kind, where, err := parseDB(o.db)
 	if err != nil {
 		return nil, nil, err
 	}
+	var s *sqlstore.Store
 	switch kind {
+	case memoryStorage:
+		return memstore.New(), func() {}, nil
 	case postgresStorage:
-		return openPostgres(ctx, where, o.dbLockTimeout, o.dbIdleTxTimeout, logger, opts)
+		s, err = sqlstore.OpenPostgres(ctx, "pgx", where, append(slices.Clip(opts), sqlstore.WithLogger(logger),
+			sqlstore.WithLockTimeout(o.dbLockTimeout), sqlstore.WithIdleInTransactionTimeout(o.dbIdleTxTimeout))...)
 	case sqliteStorage:
-		return openSQLite(ctx, where, opts)
+		s, err = sqlstore.OpenSQLite(ctx, "sqlite", where, opts...)
 	}
-	return memstore.New(), func() {}, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
 }

@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
-	"github.com/plantstore/plantstore/oteltrace"
+	"github.com/plantstore/plantstore/internal/buildinfo"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
 // tracingOn reports whether the binary exports spans: when -otlp-endpoint,
@@ -79,7 +76,7 @@ func startTracing(ctx context.Context, o *options, getenv func(string) string, l
 		return nil, nil, fmt.Errorf("tracing: %w", err)
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceName("plantstore"), semconv.ServiceVersion(buildLabels()["version"])))
+		semconv.ServiceName("plantstore"), semconv.ServiceVersion(buildinfo.Read(buildVersion, buildCommit).Version)))
 	if err == nil {
 		var env *resource.Resource
 		if env, err = resource.New(ctx, resource.WithFromEnv()); err == nil {
@@ -95,7 +92,7 @@ func startTracing(ctx context.Context, o *options, getenv func(string) string, l
 		logger.Warn("tracing: export failed", "err", err)
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	logger.Info("exporting traces over OTLP/HTTP", "endpoint", redactDSN(endpointForLog(o, getenv)))
+	logger.Info("exporting traces over OTLP/HTTP", "endpoint", sqlstore.RedactDSN(endpointForLog(o, getenv)))
 	return tp, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 		defer cancel()
@@ -114,20 +111,4 @@ func endpointForLog(o *options, getenv func(string) string) string {
 		return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	}
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") + " (+ /v1/traces)"
-}
-
-// untracedPaths are the probes' and the scrapers' paths: a load balancer
-// or Prometheus asks for them every few seconds, and a span of each would
-// drown the requests' spans.
-var untracedPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
-
-// traced wraps the API's handler h in otelhttp's, which gives each request
-// a server span, the child of the one its traceparent header names, if
-// any; oteltrace's hooks in h name it after the route.
-func traced(h http.Handler, tp trace.TracerProvider) http.Handler {
-	return otelhttp.NewHandler(h, "plantstore",
-		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-		otelhttp.WithSpanNameFormatter(oteltrace.SpanName),
-		otelhttp.WithFilter(func(r *http.Request) bool { return !untracedPaths[r.URL.Path] }))
 }

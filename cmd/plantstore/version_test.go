@@ -2,50 +2,9 @@ package main
 
 import (
 	"errors"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
-
-// TestDescribeBuild checks that -version names the module version and the
-// commit of each way plantstore is built: from a clone (the go command
-// stamps vcs.revision), with -buildvcs=false and the commit given at link
-// time, by go install of a pseudo-version or of a tag, and with nothing at
-// all, where it says why no commit is known.
-func TestDescribeBuild(t *testing.T) {
-	t.Parallel()
-	const path = "github.com/plantstore/plantstore"
-	main := debug.Module{Path: path, Version: "(devel)"}
-	for _, c := range []struct {
-		reason                  string
-		bi                      debug.BuildInfo
-		linkVersion, linkCommit string
-		want                    []string
-	}{
-		{"a build in a clone", debug.BuildInfo{Main: main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "d1be8db0a1b2c3d4"}, {Key: "vcs.modified", Value: "true"}}},
-			"", "", []string{"(devel)", "revision d1be8db0a1b2c3d4 (modified)"}},
-		{"-buildvcs=false with -ldflags -X", debug.BuildInfo{Main: main}, "v1.4.0", "0123456789ab",
-			[]string{"v1.4.0", "revision 0123456789ab"}},
-		{"go install …@commit", debug.BuildInfo{Main: debug.Module{Path: path, Version: "v0.0.0-20261125054009-d1be8db0a1b2"}},
-			"", "", []string{"v0.0.0-20261125054009-d1be8db0a1b2", "revision d1be8db0a1b2"}},
-		{"go install …@tag", debug.BuildInfo{Main: debug.Module{Path: path, Version: "v1.2.0"}},
-			"", "", []string{"v1.2.0", "revision of tag v1.2.0"}},
-		{"a pre-release pseudo-version", debug.BuildInfo{Main: debug.Module{Path: path, Version: "v1.2.1-0.20261125054009-abcdef012345+dirty"}},
-			"", "", []string{"revision abcdef012345"}},
-		{"nothing stamped", debug.BuildInfo{Main: main}, "", "",
-			[]string{"(devel)", "revision unknown (built without version control information"}},
-	} {
-		got := describeBuild(&c.bi, c.linkVersion, c.linkCommit)
-		for _, w := range c.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q, want it to contain %q", c.reason, got, w)
-			}
-		}
-		if !strings.HasPrefix(got, "plantstore "+path+" ") {
-			t.Errorf("%s: %q, want it to name the module", c.reason, got)
-		}
-	}
-}
 
 // TestUnknownVariables checks that a misspelt PLANTSTORE_ variable is named
 // with the one it is closest to, and that the variables plantstore reads,

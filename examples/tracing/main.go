@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"log"
 	"net"
@@ -29,9 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	_ "modernc.org/sqlite"
 
@@ -71,14 +68,9 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "plants.db")))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
 	// Storage spans: children of the request's span, which reaches the
 	// Store through the request's context.
-	store, err := sqlstore.Open(ctx, db, sqlstore.SQLite, sqlstore.WithHooks(oteltrace.Storage(tp)))
+	store, err := sqlstore.OpenSQLite(ctx, "sqlite", filepath.Join(dir, "plants.db"), sqlstore.WithHooks(oteltrace.Storage(tp)))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,13 +81,10 @@ func main() {
 		httpapi.WithHooks(oteltrace.HTTP())) // names the request's span after its route
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("the host's own pages\n")) })
-	// otelhttp inside StripPrefix, so that it sees the API's own paths;
-	// oteltrace.SpanName keeps the route's name when the mux's pattern
-	// would rename the span.
-	mux.Handle("/api/", http.StripPrefix("/api", otelhttp.NewHandler(api, "plantstore",
-		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-		otelhttp.WithSpanNameFormatter(oteltrace.SpanName))))
+	// The request's span inside StripPrefix, so that it sees the API's own
+	// paths: the probes get none, and the span keeps the route's name
+	// where the mux's pattern would rename it.
+	mux.Handle("/api/", http.StripPrefix("/api", oteltrace.Handler(api, tp)))
 
 	serve(ctx, mux)
 }

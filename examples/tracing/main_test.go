@@ -15,9 +15,10 @@ import (
 )
 
 // TestProgram starts the example with OTEL_EXPORTER_OTLP_ENDPOINT at a
-// receiver of the test's, creates a plant through the API under /api/,
-// stops it with SIGTERM, and checks that the spans it flushed are the
-// request's, named after the API's route, and its storage call's.
+// receiver of the test's, creates a plant through the API under /api/ and
+// asks for /api/healthz as a load balancer would, stops it with SIGTERM,
+// and checks that the spans it flushed are the create's, named after the
+// API's route, and its storage call's, and none of the probe's.
 func TestProgram(t *testing.T) {
 	var mu sync.Mutex
 	names := map[string]bool{}
@@ -50,6 +51,13 @@ func TestProgram(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("POST /api/plants: %d", resp.StatusCode)
 	}
+	if resp, err = http.Get(p.URL + "/api/healthz"); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/healthz: %d", resp.StatusCode)
+	}
 	if err := p.Stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.Stderr)
 	}
@@ -58,6 +66,11 @@ func TestProgram(t *testing.T) {
 	for _, name := range []string{"POST /plants", "storage.create", "storage.commit_batch"} {
 		if !names[name] {
 			t.Errorf("no span %q among those flushed at exit: %v", name, names)
+		}
+	}
+	for _, name := range []string{"GET /healthz", "GET"} {
+		if names[name] {
+			t.Errorf("a span %q for the probe among those flushed at exit: %v", name, names)
 		}
 	}
 }

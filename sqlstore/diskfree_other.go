@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package sqlstore
 
 // freeBytes cannot tell the free space here.
 func freeBytes(string) (uint64, bool) { return 0, false }

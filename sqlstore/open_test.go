@@ -1,0 +1,339 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/dirtest"
+	"github.com/plantstore/plantstore/internal/pgtest"
+)
+
+// TestOpenSQLiteOwnsTheDB opens a SQLite file with OpenSQLite, stores a
+// plant, and checks that Close closes the *sql.DB it opened, and that the
+// plant is there when the file is opened again.
+func TestOpenSQLiteOwnsTheDB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plants.db")
+	s, err := OpenSQLite(ctx, "sqlite", path, WithOutbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if err := s.db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "database is closed") {
+		t.Errorf("Ping of the *sql.DB after Close = %v, want it closed", err)
+	}
+	s, err = OpenSQLite(ctx, "sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p, err := s.Plant(ctx, 1); err != nil || p.Name != "kept" {
+		t.Errorf("Plant(1) after reopening = %+v, %v; want the plant kept", p, err)
+	}
+}
+
+// TestOpenSQLiteRefusesAForeignFileUnchanged checks that OpenSQLite
+// checks the file with PrepareSQLiteFile before the DSN switches it to
+// WAL: another application's database is refused and left byte for
+// byte as it was.
+func TestOpenSQLiteRefusesAForeignFileUnchanged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "theirs.db")
+	execSQLite(t, path, `CREATE TABLE customers (a)`, `INSERT INTO customers VALUES (1)`)
+	before := dirtest.Snapshot(t, dir)
+	s, err := OpenSQLite(context.Background(), "sqlite", path)
+	if !errors.Is(err, ErrNotPlantstore) {
+		t.Errorf("OpenSQLite of another application's file = %v, want ErrNotPlantstore", err)
+	}
+	if err == nil {
+		s.Close()
+	}
+	if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
+		t.Errorf("files changed by a refused open (-want +got):\n%s", diff)
+	}
+}
+
+// A liteError is an error with a SQLite result code, as the driver's are.
+type liteError int
+
+func (e liteError) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e liteError) Code() int     { return int(e) }
+
+// TestDiskFullNeedsAFullDisk checks that an I/O error is not taken for a
+// full disk where there is room: only a filesystem with less than 1 MiB
+// free makes one a DiskFullError.
+func TestDiskFullNeedsAFullDisk(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "plants.db")
+	for _, err := range []error{liteError(10), liteError(13), liteError(10 | 3<<8), errors.New("no code")} {
+		if got := diskFull(path, err); got != nil {
+			t.Errorf("diskFull(%v) with room on the disk = %v, want nil", err, got)
+		}
+	}
+}
+
+// TestOpenSQLiteOnAFullDisk opens a SQLite file again after its
+// filesystem has filled up while it was closed: OpenSQLite fails with a
+// *DiskFullError that names the directory and the free space, where
+// SQLite itself says only "disk I/O error"; once space is freed it opens,
+// with the plants it had.
+func TestOpenSQLiteOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := dirtest.Tmpfs(t, 2<<20)
+	path := filepath.Join(dir, "plants.db")
+	s, err := OpenSQLite(ctx, "sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	filler := dirtest.Fill(t, dir)
+
+	_, err = OpenSQLite(ctx, "sqlite", path)
+	full, ok := errors.AsType[*DiskFullError](err)
+	if !ok || !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("OpenSQLite on a full disk = %v, want a *DiskFullError wrapping ErrDiskFull", err)
+	}
+	if full.Dir != dir || full.Free >= fullBelow || full.Err == nil {
+		t.Errorf("DiskFullError{Dir: %q, Free: %d, Err: %v}, want Dir %q, Free below %d and SQLite's error", full.Dir, full.Free, full.Err, dir, fullBelow)
+	}
+	want := fmt.Sprintf("database directory %s is full: %d bytes free; free some space, then start again (", dir, full.Free)
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the error says %q, want it to begin %q", err, want)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(ctx, "sqlite", path)
+	if err != nil {
+		t.Fatalf("OpenSQLite once space is free = %v", err)
+	}
+	defer s.Close()
+	if p, err := s.Plant(ctx, 1); err != nil || p.Name != "before" {
+		t.Errorf("Plant(1) once space is free = %+v, %v; want the plant kept", p, err)
+	}
+}
+
+// showSettings returns what s's sessions have for lock_timeout and
+// idle_in_transaction_session_timeout, and how many named prepared
+// statements one session holds after a query with a parameter.
+func showSettings(t *testing.T, s *Store) (lock, idle string, prepared int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT $1::int`, 1).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	err = conn.QueryRowContext(ctx, `SELECT current_setting('lock_timeout'), current_setting('idle_in_transaction_session_timeout'),
+		(SELECT count(*) FROM pg_prepared_statements)`).Scan(&lock, &idle, &prepared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lock, idle, prepared
+}
+
+// TestOpenPostgresSessionSettings checks what OpenPostgres gives every
+// session: its timeouts at connect time, so that no write transaction
+// sets them again, unless the URL sets them; and pgx's exec mode, which
+// prepares no named statement, unless the URL asks for another mode.
+func TestOpenPostgresSessionSettings(t *testing.T) {
+	t.Parallel()
+	dsn := newPostgresDatabase(t)
+	tests := []struct {
+		name         string
+		params       string
+		wantLock     string
+		wantIdle     string
+		wantPrepared bool
+	}{
+		{name: "defaults", wantLock: "100ms", wantIdle: "2s"},
+		{name: "the URL's timeout", params: "lock_timeout=250", wantLock: "250ms", wantIdle: "2s"},
+		{name: "the URL's query mode", params: "default_query_exec_mode=cache_statement", wantLock: "100ms", wantIdle: "2s", wantPrepared: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := dsn
+			if tt.params != "" {
+				u += "&" + tt.params
+			}
+			s, err := OpenPostgres(context.Background(), "pgx", u,
+				WithLockTimeout(100*time.Millisecond), WithIdleInTransactionTimeout(2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			lock, idle, prepared := showSettings(t, s)
+			if lock != tt.wantLock || idle != tt.wantIdle || (prepared > 0) != tt.wantPrepared {
+				t.Errorf("session: lock_timeout %s, idle_in_transaction_session_timeout %s, %d named statements; want %s, %s, named statements %v",
+					lock, idle, prepared, tt.wantLock, tt.wantIdle, tt.wantPrepared)
+			}
+			if s.q.setTimeouts != "" {
+				t.Errorf("write transactions set %q, want nothing: the session has the settings", s.q.setTimeouts)
+			}
+		})
+	}
+}
+
+// TestOpenPostgresThroughPgBouncer opens PostgreSQL through PgBouncer in
+// transaction mode with a plain URL, as an operator would write it:
+// PgBouncer refuses the timeouts as startup parameters, so OpenPostgres
+// says once that it sets them in every write transaction instead, where
+// they hold: a Create of an id another session's transaction holds gives
+// up with PostgreSQL's lock timeout (55P03). Concurrent creates and reads
+// are served. Asked in the URL for pgx's statement cache, which such a
+// pooler breaks, it refuses with ErrStatementsLost, naming the fix,
+// rather than fail every call later. No error shows the URL's password.
+func TestOpenPostgresThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	const password = "pw-not-to-show"
+	direct := newPostgresDatabase(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = pgtest.PgBouncer(t, u.Host)
+	u.User = url.UserPassword(u.User.Username(), password) // PgBouncer here asks for none
+	var logs bytes.Buffer
+	ctx := context.Background()
+	s, err := OpenPostgres(ctx, "pgx", u.String(), WithLockTimeout(100*time.Millisecond),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const said = "the database connection refuses session settings at connect time, as PgBouncer does: lock_timeout and idle_in_transaction_session_timeout are set in every write transaction instead"
+	if n := strings.Count(logs.String(), said); n != 1 {
+		t.Errorf("the log says %d times that the settings are made per transaction, want once:\n%s", n, &logs)
+	}
+
+	holdEventTx(t, openDB(t, "pgx", direct), 1000)
+	err = s.Create(ctx, plantstore.Plant{ID: 1000, Name: "p"})
+	var pg interface{ SQLState() string }
+	if !errors.Is(err, plantstore.ErrUnavailable) || !errors.As(err, &pg) || pg.SQLState() != "55P03" {
+		t.Errorf("Create of an id another transaction holds = %v, want ErrUnavailable for PostgreSQL's lock timeout (55P03)", err)
+	}
+	var wg sync.WaitGroup
+	for id := range int64(64) {
+		wg.Go(func() {
+			if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+				t.Errorf("Create(%d) through PgBouncer = %v", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	if plants, err := s.List(ctx, 0, 1000); err != nil || len(plants) != 64 {
+		t.Errorf("List through PgBouncer = %d plants, %v; want the 64", len(plants), err)
+	}
+
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_statement")
+	u.RawQuery = q.Encode()
+	_, err = OpenPostgres(ctx, "pgx", u.String(), WithLogger(slog.New(slog.DiscardHandler)))
+	if !errors.Is(err, ErrStatementsLost) || !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
+		t.Errorf("OpenPostgres with named prepared statements through PgBouncer = %v, want ErrStatementsLost naming the fix", err)
+	}
+	if err != nil && strings.Contains(err.Error(), password) {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+// TestOpenPostgresErrorsHideSecrets checks that whatever way OpenPostgres
+// fails, its error names the database by RedactDSN's form and quotes none
+// of the URL's secrets, even where the driver's own message would.
+func TestOpenPostgresErrorsHideSecrets(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	const secret = "s3cretpw"
+	tests := []struct {
+		name        string
+		dsn         string
+		wantErr     error
+		wantMessage string
+		// permanent is set when no retry can mend the error: it must not
+		// wrap ErrUnavailable.
+		permanent bool
+	}{
+		{
+			name:        "nothing listens",
+			dsn:         "postgres://u:" + secret + "@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=" + secret,
+			wantErr:     plantstore.ErrUnavailable,
+			wantMessage: "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=xxxxx: ",
+		},
+		{
+			name:        "the driver refuses a parameter",
+			dsn:         "postgres://u:" + secret + "@" + closed + "/db?sslmode=bogus&auth_token=" + secret,
+			wantMessage: "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=bogus&auth_token=xxxxx: cannot parse `",
+			permanent:   true,
+		},
+		{
+			name:        "a URL that does not parse",
+			dsn:         "postgres://u:" + secret + "@h/db%zz",
+			wantMessage: "open PostgreSQL (a database URL that does not parse): ",
+		},
+		{
+			name:        "not a URL",
+			dsn:         "host=h user=u password=" + secret,
+			wantErr:     errNotPostgresURL,
+			wantMessage: "sqlstore: open PostgreSQL: want a postgres:// or postgresql:// URL",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := OpenPostgres(context.Background(), "pgx", tt.dsn, WithLogger(slog.New(slog.DiscardHandler)))
+			if err == nil {
+				s.Close()
+				t.Fatal("OpenPostgres = nil, want an error")
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("OpenPostgres = %v, want %v", err, tt.wantErr)
+			}
+			if tt.permanent && errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("OpenPostgres = %v, which calls a configuration error a passing outage", err)
+			}
+			if !strings.HasPrefix(err.Error(), tt.wantMessage) {
+				t.Errorf("OpenPostgres = %q, want it to begin %q", err, tt.wantMessage)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("OpenPostgres = %q, which shows a secret", err)
+			}
+		})
+	}
+}
