@@ -7,11 +7,11 @@
 //
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./examples/tracing
 //	curl -H 'Authorization: Bearer alice-token' -H 'Content-Type: application/json' \
-//	     -d '{"id":1,"name":"Monstera"}' http://127.0.0.1:8082/api/plants
+//	     -d '{"id":1,"name":"Monstera"}' http://127.0.0.1:8084/api/plants
 //
 // The exporter reads the standard OTEL_EXPORTER_OTLP_* variables (its
 // default is localhost:4318), the SDK OTEL_TRACES_SAMPLER. It listens on
-// 127.0.0.1:8082, or on $PLANTSTORE_ADDR, keeps plants in plants.db in a
+// 127.0.0.1:8084, or on $PLANTSTORE_ADDR, keeps plants in plants.db in a
 // temporary directory, and stops cleanly on SIGINT or SIGTERM, flushing
 // its spans.
 package main
@@ -93,7 +93,7 @@ func main() {
 func serve(ctx context.Context, h http.Handler) {
 	addr := os.Getenv("PLANTSTORE_ADDR")
 	if addr == "" {
-		addr = "127.0.0.1:8082"
+		addr = "127.0.0.1:8084"
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
