@@ -281,7 +281,7 @@ func startMemoryFleet(t *testing.T) *memoryFleet {
 	f := &memoryFleet{fleet: &fleet{dir: dir, env: testkit.Env(
 		"FLEET_DIR="+dir,
 		"FLEET_DB=memory",
-		"PLANTSTORE_BIN="+bin,
+		"FLEET_BIN="+bin,
 		"PLANTSTORE_TOKENS="+token,
 	)}}
 	t.Cleanup(func() { runScript(t, f.env, "stop") })

@@ -81,15 +81,15 @@ func startFleet(t *testing.T) *fleet {
 			"FLEET_LB_ADDR=127.0.0.1:"+ports[0],
 			"FLEET_PORTS="+strings.Join(ports[1:4], " "),
 			"FLEET_PG_PORT="+ports[4],
-			"PLANTSTORE_BIN="+bin,
+			"FLEET_BIN="+bin,
 			"PLANTSTORE_TOKENS="+token,
 		),
 	}
-	// PLANTSTORE_KEEP_FLEET=1 keeps the directory, with HAProxy's and
+	// PLANTSTORE_TEST_KEEP_FLEET=1 keeps the directory, with HAProxy's and
 	// each instance's log, for a failure to be looked into.
 	t.Cleanup(func() {
 		f.script(t, "stop")
-		if os.Getenv("PLANTSTORE_KEEP_FLEET") == "" {
+		if os.Getenv("PLANTSTORE_TEST_KEEP_FLEET") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("kept %s", dir)

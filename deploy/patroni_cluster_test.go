@@ -343,9 +343,9 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// PLANTSTORE_KEEP_PATRONI=1 keeps the directory and its logs.
+	// PLANTSTORE_TEST_KEEP_PATRONI=1 keeps the directory and its logs.
 	t.Cleanup(func() {
-		if os.Getenv("PLANTSTORE_KEEP_PATRONI") == "" {
+		if os.Getenv("PLANTSTORE_TEST_KEEP_PATRONI") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("kept %s", dir)
@@ -359,7 +359,7 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 		"TTL": strconv.Itoa(patroniTTL), "LOOP_WAIT": strconv.Itoa(patroniLoopWait),
 		"RETRY_TIMEOUT":      strconv.Itoa(patroniRetryTimeout),
 		"SUPERUSER_PASSWORD": "super-" + token, "REPLICATION_PASSWORD": "repl-" + token,
-		"PLANTSTORE_DB_PASSWORD": "db-" + token,
+		"DB_PASSWORD": "db-" + token,
 	}
 	c := &patroniCluster{dir: dir}
 	for i := range 3 {
@@ -377,7 +377,7 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	c.startHAProxy(t, vars)
 	c.startPgBouncer(t, vars, cred)
 	c.dbURL = fmt.Sprintf("postgres://plantstore:%s@127.0.0.1:%s/plants?sslmode=disable&connect_timeout=2",
-		vars["PLANTSTORE_DB_PASSWORD"], vars["PGBOUNCER_PORT"])
+		vars["DB_PASSWORD"], vars["PGBOUNCER_PORT"])
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.logTails(t)
