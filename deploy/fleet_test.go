@@ -4,7 +4,7 @@ package deploy_test
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -187,44 +187,21 @@ var client = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
 }
 
-// create posts a plant and returns the status and the Error code (0 for a
-// 200), or an error when no complete answer arrived. conn describes the
-// connection it went out on, for failure messages.
+// create posts plant id named plant-<id>; see [testkit.Create]. conn
+// describes the connection it went out on, for failure messages.
 func create(url string, id int64, conn *string) (status, code int, err error) {
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
-	if err != nil {
-		return 0, 0, err
-	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
 			*conn = fmt.Sprintf("from %v, reused %v, idle %v", info.Conn.LocalAddr(), info.Reused, info.IdleTime)
 		},
-	}))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.StatusCode == http.StatusOK {
-		return 200, 0, nil
-	}
-	var e struct{ Error int }
-	if err := json.Unmarshal(body, &e); err != nil || e.Error == 0 {
-		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
-	}
-	return resp.StatusCode, e.Error, nil
+	})
+	return testkit.Create(ctx, client, url, token, id, fmt.Sprint("plant-", id))
 }
 
 // listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	return testkit.ListAll(t, client, url, token)
+	return testkit.Plants(t, client, url, token)
 }
 
 // waitRefused waits until nothing listens on addr any more, as when the

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,42 +52,15 @@ var client = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 128},
 }
 
-// create posts a plant and returns the status and the Error code (0 for
-// a 200), or an error when no complete response arrived.
+// create posts a plant with procToken; see [testkit.Create].
 func create(url string, id int64, name string) (status, code int, err error) {
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":%q}`, id, name)))
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+procToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.StatusCode == http.StatusOK {
-		var p struct{ Name string }
-		if err := json.Unmarshal(body, &p); err != nil || p.Name != name {
-			return 0, 0, fmt.Errorf("200 with body %q", body)
-		}
-		return 200, 0, nil
-	}
-	var e struct{ Error int }
-	if err := json.Unmarshal(body, &e); err != nil {
-		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
-	}
-	return resp.StatusCode, e.Error, nil
+	return testkit.Create(context.Background(), client, url, procToken, id, name)
 }
 
 // listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	return testkit.ListAll(t, client, url, procToken)
+	return testkit.Plants(t, client, url, procToken)
 }
 
 // TestKilledProcessKeepsAcknowledgedPlants sends thousands of concurrent

@@ -1,0 +1,65 @@
+package testkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/plantstore/plantstore/client"
+)
+
+// Create posts plant id named name to the server at base with token,
+// through hc, and returns the status and the Error's code (0 for a 200),
+// or an error when no complete answer came, or an answer that is neither
+// the plant created nor an Error. ctx may carry an httptrace.ClientTrace.
+func Create(ctx context.Context, hc *http.Client, base, token string, id int64, name string) (status, code int, err error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":%q}`, id, name)))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		var p struct{ Name string }
+		if err := json.Unmarshal(body, &p); err != nil || p.Name != name {
+			return 0, 0, fmt.Errorf("200 with body %q", body)
+		}
+		return 200, 0, nil
+	}
+	var e struct{ Error int }
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == 0 {
+		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
+	}
+	return resp.StatusCode, e.Error, nil
+}
+
+// Plants returns every plant the server at base holds, by name, listed
+// with [client.Client.All] through hc with token.
+func Plants(t testing.TB, hc *http.Client, base, token string) map[int64]string {
+	t.Helper()
+	c, err := client.New(base, client.WithToken(token), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]string{}
+	for p, err := range c.All(t.Context()) {
+		if err != nil {
+			t.Fatalf("listing the plants of %s: %v", base, err)
+		}
+		got[p.ID] = p.Name
+	}
+	return got
+}
