@@ -1,5 +1,7 @@
-// Package deploy_test starts the fleet that deploy/fleet.sh describes and
-// checks what its clients see when an instance dies under load.
+// Package deploy_test starts the binary as deploy/ describes it (fleet.sh,
+// the systemd unit, the Dockerfile, Patroni and PgBouncer), and runs the
+// scenarios of several instances: what clients see when an instance dies
+// under load, a database failover, webhooks shared by a fleet.
 package deploy_test
 
 import (

@@ -34,6 +34,10 @@ type hookReceiver struct {
 	byID   map[string]int // deliveries by webhook-id
 	plants map[int64]int  // deliveries by plant id
 	bad    []string
+	// hold, while not nil, keeps each verified delivery waiting, unanswered
+	// and not recorded, until it is closed or the sender goes away.
+	hold   chan struct{}
+	active int // deliveries being held
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -64,6 +68,19 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		h.bad = append(h.bad, err.Error())
 		http.Error(w, "bad delivery", http.StatusBadRequest)
 		return
+	}
+	if hold := h.hold; hold != nil {
+		h.active++
+		h.mu.Unlock()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+		h.mu.Lock()
+		h.active--
+		if r.Context().Err() != nil {
+			return // the sender is gone: nothing was delivered
+		}
 	}
 	h.byID[r.Header.Get(webhook.HeaderID)]++
 	h.plants[p.ID]++
@@ -109,9 +126,10 @@ func (h *hookReceiver) waitDelivered(t *testing.T, ids []int64, limit time.Durat
 }
 
 // startInstances starts n plantstore processes on db, each delivering
-// webhooks to recv, with the tokens and the secret from the environment,
-// and each logging to psN.log in dir.
-func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir string) []*testkit.Process {
+// webhooks to recv (none when recv is nil), with the tokens and the secret
+// from the environment, and each logging to psN.log in dir; extra flags
+// come last, and so override these.
+func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir string, extra ...string) []*testkit.Process {
 	t.Helper()
 	bin := testkit.Build(t, "../cmd/plantstore")
 	var procs []*testkit.Process
@@ -123,8 +141,12 @@ func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir stri
 		defer log.Close()
 		// A lease of 5 s, not 30: a delivery whose claim was committed but
 		// whose answer was lost in a failover is sent again sooner.
-		cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", db, "-webhook", recv.srv.URL+"/hooks",
-			"-webhook-lease", "5s", "-log-level", "warn")
+		args := []string{"-addr", "127.0.0.1:0", "-db", db, "-log-level", "warn"}
+		if recv != nil {
+			args = append(args, "-webhook", recv.srv.URL+"/hooks", "-webhook-lease", "5s")
+		}
+		args = append(args, extra...)
+		cmd := exec.Command(bin, args...)
 		cmd.Env = testkit.Env("PLANTSTORE_TOKENS="+token, "PLANTSTORE_WEBHOOK_SECRET="+webhookSecret)
 		cmd.Stderr = log
 		procs = append(procs, testkit.StartCmd(t, cmd))

@@ -333,3 +333,44 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
 }
+
+// TestSQLiteStoppedWriterMakesUnready holds SQLite's write lock on the
+// binary's file from another connection, as another process stopped in
+// the middle of a write transaction would: SQLite lets one writer at a
+// time have the file, so the binary's creates answer error 503 and its
+// GET /readyz answers 503 too, until the lock is let go; then both answer
+// 200 again.
+func TestSQLiteStoppedWriterMakesUnready(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "plants.db")
+	p := startProcess(t, "-db", path, "-log-level", "warn", "-db-timeout", "1s", "-ready-timeout", "1s")
+	if status, code, err := create(p.URL, 1, "before"); err != nil || status != 200 {
+		t.Fatalf("create before the lock = %d (error %d), %v, want 200", status, code, err)
+	}
+	db := openSQLiteFile(t, path)
+	held, err := db.Begin() // BEGIN IMMEDIATE: the DSN says so
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.Exec(`INSERT INTO plants (id, name) VALUES (1000, 'held')`); err != nil {
+		t.Fatal(err)
+	}
+	if status, code, err := create(p.URL, 2, "during"); err != nil || code != 503 {
+		t.Errorf("create while another process holds the write lock = %d (error %d), %v, want error 503", status, code, err)
+	}
+	if code, err := readyzCode(p.URL, 10*time.Second); err != nil || code != 503 {
+		t.Errorf("GET /readyz while another process holds the write lock = error %d, %v, want 503", code, err)
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// A check that ended as the lock was let go answers for its interval.
+	testkit.WaitUntil(t, 10*time.Second, "GET /readyz to answer 200 once the lock is let go", func() bool {
+		code, err := readyzCode(p.URL, 10*time.Second)
+		return err == nil && code == 0
+	})
+	if status, code, err := create(p.URL, 3, "after"); err != nil || status != 200 {
+		t.Errorf("create once the lock is let go = %d (error %d), %v, want 200", status, code, err)
+	}
+}

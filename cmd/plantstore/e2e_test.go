@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
 // binary builds the plantstore command once per test run.
@@ -149,42 +150,6 @@ func postgresDSN(t *testing.T) string {
 		sep = "&"
 	}
 	return dsn + sep + "search_path=" + schema
-}
-
-// TestTwoProcessesOnOnePostgres races creates of one id across two
-// plantstore processes sharing a PostgreSQL database.
-func TestTwoProcessesOnOnePostgres(t *testing.T) {
-	t.Parallel()
-	dsn := postgresDSN(t)
-	a := startProcess(t, "-db", dsn, "-log-level", "warn")
-	b := startProcess(t, "-db", dsn, "-log-level", "warn")
-	for round := range 10 {
-		id := int64(round)
-		var wg sync.WaitGroup
-		var ok, conflict, other atomic.Int64
-		for i := range 32 {
-			url := a.URL
-			if i%2 == 1 {
-				url = b.URL
-			}
-			wg.Go(func() {
-				status, code, err := create(url, id, fmt.Sprint("racer-", i))
-				switch {
-				case err == nil && status == 200:
-					ok.Add(1)
-				case err == nil && code == 409:
-					conflict.Add(1)
-				default:
-					t.Errorf("create: status %d code %d err %v", status, code, err)
-					other.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if ok.Load() != 1 || conflict.Load() != 31 {
-			t.Fatalf("id %d: %d creates won and %d conflicted across two processes, want exactly 1 and 31", id, ok.Load(), conflict.Load())
-		}
-	}
 }
 
 // TestShutdownUnderLoad sends SIGTERM in the middle of a load run: every
@@ -378,4 +343,26 @@ func TestProcessUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSQLiteFile opens the SQLite file at path, which a binary under
+// test uses, as another process would; it is closed in t.Cleanup.
+func openSQLiteFile(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// outboxRows returns the events and the deliveries left in the outbox of
+// the database at dsn.
+func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
+	t.Helper()
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries)`).Scan(&events, &deliveries); err != nil {
+		t.Fatalf("read the outbox: %v", err)
+	}
+	return events, deliveries
 }
