@@ -156,44 +156,6 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 	return dsn.String(), proxy
 }
 
-// TestReadyzOnStalledDatabase stalls every byte between the binary and
-// PostgreSQL: GET /readyz still answers, 503, within a client timeout a
-// third of -db-timeout, and 200 once the network resumes.
-func TestReadyzOnStalledDatabase(t *testing.T) {
-	t.Parallel()
-	dsn, proxy := proxiedPostgres(t)
-	const readyTimeout = 500 * time.Millisecond
-	p := startProcess(t, "-db", dsn, "-log-level", "error", "-ready-timeout", readyTimeout.String(), "-db-timeout", "30s")
-	// A client timeout far above -ready-timeout, so that a busy machine
-	// does not fail the test, and far below -db-timeout, so that an answer
-	// shows the readiness check gave up, not the database call.
-	bound := 10 * time.Second
-	if code, err := readyzCode(p.URL, bound); err != nil || code != 0 {
-		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
-	}
-	proxy.Stall()
-	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
-		code, err := readyzCode(p.URL, bound)
-		if err != nil {
-			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
-		}
-		return code == 503
-	})
-	for range 5 {
-		if code, err := readyzCode(p.URL, bound); err != nil || code != 503 {
-			t.Errorf("GET /readyz with the database stalled = error %d, %v, want error 503", code, err)
-		}
-	}
-	if status, body := get(t, p.URL, "/healthz"); status != 200 {
-		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
-	}
-	proxy.Resume()
-	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
-		code, err := readyzCode(p.URL, bound)
-		return err == nil && code == 0
-	})
-}
-
 // TestOutageLogIsBounded cuts the binary off PostgreSQL under a burst of
 // creates: each is answered error 503, but the log gets a line for the
 // first failure of each kind and then a summary per kind every few
