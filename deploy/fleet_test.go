@@ -208,7 +208,8 @@ func listAll(t *testing.T, url string) map[int64]string {
 
 // waitRefused waits until nothing listens on addr any more, as when the
 // process that did has died (its last thread gone, its sockets closed), and
-// returns when it noticed.
+// returns when it noticed. It polls every 100 µs, not as testkit.WaitUntil
+// does, because the time it returns is a measurement.
 func waitRefused(t *testing.T, addr string) time.Time {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {

@@ -112,7 +112,9 @@ func (h *hookReceiver) duplicates() (dups, deliveries int) {
 	return dups, deliveries
 }
 
-// waitDelivered waits up to limit for every id of ids to be delivered.
+// waitDelivered waits up to limit for every id of ids to be delivered. It
+// polls by itself, rather than with testkit.WaitUntil, so that a failure
+// is an error, and the faults after it in TestPatroniFailover still run.
 func (h *hookReceiver) waitDelivered(t *testing.T, ids []int64, limit time.Duration) {
 	t.Helper()
 	var missing []int64

@@ -149,17 +149,18 @@ func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO plants (id, name) VALUES (8, 'frozen')`); err != nil {
 		t.Fatal(err)
 	}
+	// Each check is a statement, so the transaction must stay idle longer
+	// than its timeout between two of them: the sleep is the scenario.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		time.Sleep(300 * time.Millisecond)
 		var n int
-		err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n)
-		if err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n); err != nil {
 			break // the server ended the session
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("a transaction idle past its idle timeout was never ended")
 		}
-		time.Sleep(300 * time.Millisecond)
 	}
 	if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "p"}); err != nil {
 		t.Errorf("Create of the id the ended transaction held = %v, want nil", err)

@@ -53,7 +53,8 @@ func TestBackupWhileWriting(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	acked := func() int { mu.Lock(); defer mu.Unlock(); return len(ackedAt) }
+	testkit.WaitUntil(t, time.Minute, "150 creates acknowledged before the backup", func() bool { return acked() >= 150 })
 	snap := filepath.Join(dir, "snap.db")
 	began := time.Now()
 	stdout, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "backup", "-db", db, "-out", snap)
@@ -61,7 +62,8 @@ func TestBackupWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plantstore backup: %v\n%s%s", err, stdout, stderr)
 	}
-	time.Sleep(500 * time.Millisecond)
+	afterBackup := acked()
+	testkit.WaitUntil(t, time.Minute, "50 creates acknowledged after the backup", func() bool { return acked() >= afterBackup+50 })
 	close(done)
 	wg.Wait()
 

@@ -51,21 +51,11 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 	go func() {
 		errc <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if u, ok := strings.CutPrefix(line, "listening on "); ok {
-				var once sync.Once
-				var runErr error
-				stop = func() error {
-					once.Do(func() {
-						cancel()
-						runErr = <-errc
-					})
-					return runErr
-				}
-				t.Cleanup(func() { stop() })
-				return u, stdout, stderr, stop
+	testkit.WaitUntil(t, 30*time.Second, "run to print its address", func() bool {
+		for line := range strings.Lines(stdout.String()) {
+			if u, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "listening on "); ok {
+				url = u
+				return true
 			}
 		}
 		select {
@@ -74,12 +64,20 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 			t.Fatalf("run returned before listening: %v\nstderr: %s", err, stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
+		return false
+	})
+	t.Cleanup(cancel) // should WaitUntil fail, run stops
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
 			cancel()
-			t.Fatalf("run did not print its address; stdout: %s", stdout)
-		}
-		time.Sleep(5 * time.Millisecond)
+			runErr = <-errc
+		})
+		return runErr
 	}
+	t.Cleanup(func() { stop() })
+	return url, stdout, stderr, stop
 }
 
 func post(t *testing.T, url, token, body string) (int, string) {

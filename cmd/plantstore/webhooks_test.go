@@ -62,16 +62,11 @@ func TestRunDeliversWebhooks(t *testing.T) {
 				}
 				want[body] = true
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testkit.WaitUntil(t, 30*time.Second, fmt.Sprintf("%d deliveries", len(want)), func() bool {
 				mu.Lock()
-				n := len(got)
-				mu.Unlock()
-				if n >= len(want) || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				defer mu.Unlock()
+				return len(got) >= len(want)
+			})
 			stop()
 			mu.Lock()
 			defer mu.Unlock()
