@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -281,27 +282,19 @@ func (l *load) halt() {
 // createPlant posts plant id and returns the answer's code, whether it
 // came with Retry-After, its seconds (0 without), and the answer or error as text.
 func createPlant(url string, id int64) (code, retryAfter int, raw string) {
-	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := loadClient.Do(req)
+	status, header, body, err := testkit.Post(context.Background(), loadClient, url, token, fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id))
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	raw = fmt.Sprintf("%d %s", resp.StatusCode, body)
-	if resp.StatusCode == 200 {
+	raw = fmt.Sprintf("%d %s", status, body)
+	if status == 200 {
 		return 200, 0, raw
 	}
 	var e struct{ Error int }
 	if json.Unmarshal(body, &e) != nil || e.Error == 0 {
-		return resp.StatusCode, 0, raw
+		return status, 0, raw
 	}
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	ra, _ := strconv.Atoi(header.Get("Retry-After"))
 	return e.Error, ra, raw
 }
 

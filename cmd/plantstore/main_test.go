@@ -80,21 +80,14 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 	return url, stdout, stderr, stop
 }
 
+// post sends body as a create with token; see [testkit.Post].
 func post(t *testing.T, url, token, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(body))
+	status, _, answer, err := testkit.Post(context.Background(), http.DefaultClient, url, token, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return status, string(answer)
 }
 
 func TestRunServesOverLoopback(t *testing.T) {
