@@ -325,10 +325,20 @@ func TestProcessUsageErrors(t *testing.T) {
 		{"unknown flag", nil, []string{"-bogus"}, 2, "plantstore: flag provided but not defined: -bogus; see plantstore -h\n"},
 		{"bad variable", []string{"PLANTSTORE_MAX_BODY=lots"}, nil, 1, "plantstore: invalid value \"lots\" in PLANTSTORE_MAX_BODY (the variable of -max-body): parse error\n"},
 		{"help", nil, []string{"-h"}, 0, ""},
+		// A flag given without the one it needs, as a command line that
+		// does not parse.
+		{"certificate without key", nil, []string{"-tls-cert", "cert.pem"}, 2,
+			"plantstore: -tls-cert: needs -tls-key, the file of its private key; see plantstore -h\n"},
+		{"key without certificate", []string{"PLANTSTORE_TLS_KEY=key.pem"}, nil, 2,
+			"plantstore: PLANTSTORE_TLS_KEY: needs -tls-cert, the file of its certificate; see plantstore -h\n"},
+		{"pprof without metrics address", nil, []string{"-pprof"}, 2,
+			"plantstore: -pprof: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
+		{"pprof from the environment", []string{"PLANTSTORE_PPROF=true"}, nil, 2,
+			"plantstore: PLANTSTORE_PPROF: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), tt.args...)
+			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), append([]string{"-db", "memory"}, tt.args...)...)
 			status := 0
 			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 				status = ee.ExitCode()
