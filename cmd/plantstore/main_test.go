@@ -117,6 +117,18 @@ func TestRunServesOverLoopback(t *testing.T) {
 	}
 }
 
+// TestConventionalStatusFlag checks that -conventional-status reaches the
+// handler: a conflict is answered 409 rather than the contract's 400.
+func TestConventionalStatusFlag(t *testing.T) {
+	t.Parallel()
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-conventional-status"},
+		map[string]string{"PLANTSTORE_TOKENS": "tok"})
+	post(t, url, "tok", `{"id":1,"name":"x"}`)
+	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 409 || !strings.Contains(body, `"error":409`) {
+		t.Errorf("conflicting create with -conventional-status = %d %s, want 409 with error 409", status, body)
+	}
+}
+
 func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
 	t.Parallel()
 	url, stdout, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
