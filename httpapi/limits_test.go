@@ -89,7 +89,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestBodyLimitWhileGrowing(t *testing.T) {
 	t.Parallel()
 	const limit = 300 << 10
-	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+	ps := plantstore.New(memstore.New())
+	h := httpapi.New(ps, httpapi.WithTokens(testToken),
 		httpapi.WithMaxBodyBytes(limit), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
 	body := func(id, size int) string {
 		s := fmt.Sprintf(`{"id":%d,"name":"`, id)
@@ -137,6 +138,17 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 				t.Errorf("read %d bytes of a body declared past the limit, want it refused unread", cr.n)
 			}
 		})
+	}
+	page, err := ps.List(t.Context(), plantstore.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []int64
+	for _, p := range page {
+		stored = append(stored, p.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 5, 6}, stored); diff != "" {
+		t.Errorf("stored plants (-want +got): a body refused 413 must store nothing\n%s", diff)
 	}
 }
 
