@@ -398,23 +398,6 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 	}
 }
 
-// TestFlagsDocumented checks that docs/operations.md's table of flags has
-// a row for every flag the binary defines.
-func TestFlagsDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	o, _ := parseFlags(nil, func(string) string { return "" })
-	o.fs.VisitAll(func(f *flag.Flag) {
-		row := "\n| `-" + f.Name
-		if !strings.Contains(doc, row+"`") && !strings.Contains(doc, row+" ") {
-			t.Errorf("docs/operations.md has no row for -%s in its table of flags", f.Name)
-		}
-	})
-}
-
 // TestUnknownVariables checks that a misspelt PLANTSTORE_ variable is named
 // with the one it is closest to, and that the variables plantstore reads,
 // other programs' and the test suite's are not.
