@@ -92,7 +92,7 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 		spoil func()
 		why   string
 	}{
-		{"garbage", func() { writeFile(t, certFile, "not a certificate\n") },
+		{"garbage", func() { testkit.WriteFile(t, certFile, "not a certificate\n") },
 			"TLS certificate " + certFile + " and key " + keyFile + ": tls: failed to find any PEM data in certificate input"},
 		{"mismatched key", func() {
 			ca.WriteLeaf(t, 3, certFile, other)

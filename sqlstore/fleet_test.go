@@ -2,11 +2,9 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // holdEventTx begins, on its own connection of db, a transaction that
@@ -167,30 +166,6 @@ func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	}
 }
 
-// newPostgresDatabase creates a database of its own on the test server,
-// dropped in t.Cleanup, and returns its URL: a connection pooler passes
-// no search_path, so the tests behind one cannot keep to a schema.
-func newPostgresDatabase(t *testing.T) string {
-	t.Helper()
-	base := postgresDSN(t)
-	name := "plantstore_test_" + strings.ToLower(rand.Text()[:12])
-	admin := openDB(t, "pgx", base)
-	if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
 // TestOpenThroughTransactionPooler opens Stores through PgBouncer in
 // transaction mode: with pgx's default query mode, which keeps named
 // prepared statements across transactions, Open refuses the database with
@@ -198,7 +173,7 @@ func newPostgresDatabase(t *testing.T) string {
 // statement, two Stores create and deliver through it.
 func TestOpenThroughTransactionPooler(t *testing.T) {
 	t.Parallel()
-	dsn := newPostgresDatabase(t)
+	dsn := testkit.PostgresDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

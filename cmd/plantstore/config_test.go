@@ -168,20 +168,9 @@ func TestBadVariableIsNamed(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestRunListensOnPlantstoreAddr(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	url, _, _, stop := startRun(t, nil, map[string]string{
 		"PLANTSTORE_ADDR": addr, "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok"})
 	if url != "http://"+addr {

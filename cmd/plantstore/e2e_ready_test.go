@@ -140,7 +140,7 @@ func TestDiskFullReadiness(t *testing.T) {
 // server reached through a fault proxy.
 func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 	t.Helper()
-	dsn, err := url.Parse(postgresDSN(t))
+	dsn, err := url.Parse(testkit.PostgresDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,13 +28,6 @@ import (
 // webhook's TestSetSecret); the binary adds the flags that name the files
 // and the signal that reloads all of them at once.
 
-func writeFile(t *testing.T, name, data string) {
-	t.Helper()
-	if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // tlsClient returns a client that trusts only ca and asks for HTTP/2, with
 // a new connection, and so a new TLS handshake, for every request.
 func tlsClient(ca *testkit.CA) *http.Client {
@@ -79,7 +72,7 @@ func startTLS(t *testing.T, ca *testkit.CA, token string, args ...string) (*test
 	dir := t.TempDir()
 	f := reloadFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "tokens")}
 	ca.WriteLeaf(t, 1, f.cert, f.key)
-	writeFile(t, f.tokens, token+"\n")
+	testkit.WriteFile(t, f.tokens, token+"\n")
 	p := testkit.Start(t, binary(t), testkit.Env(), append([]string{"-addr", "127.0.0.1:0", "-db", "memory",
 		"-tls-cert", f.cert, "-tls-key", f.key, "-token-file", f.tokens}, args...)...)
 	if !strings.HasPrefix(p.URL, "https://") {
@@ -158,7 +151,7 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	secretFile := filepath.Join(t.TempDir(), "webhook-secret")
-	writeFile(t, secretFile, oldSecret+"\n")
+	testkit.WriteFile(t, secretFile, oldSecret+"\n")
 	ca := testkit.NewCA(t)
 	p, f := startTLS(t, ca, "old-token", "-webhook", hook.URL, "-webhook-secret-file", secretFile)
 	addr := strings.TrimPrefix(p.URL, "https://")
@@ -187,9 +180,9 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 		t.Errorf("before a reload, signed with %s, want old", got)
 	}
 
-	writeFile(t, f.cert, "not a certificate\n")
+	testkit.WriteFile(t, f.cert, "not a certificate\n")
 	os.Remove(f.tokens)
-	writeFile(t, secretFile, "short\n")
+	testkit.WriteFile(t, secretFile, "short\n")
 	if line := hangUp(t, p, 1); !strings.Contains(line, `kept_after_error="certificate,tokens,webhook secret"`) {
 		t.Errorf("a reload of bad files logged %q, want every old value kept", line)
 	}
@@ -211,8 +204,8 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	}
 
 	ca.WriteLeaf(t, 2, f.cert, f.key)
-	writeFile(t, f.tokens, "new-token\n")
-	writeFile(t, secretFile, newSecret+"\n")
+	testkit.WriteFile(t, f.tokens, "new-token\n")
+	testkit.WriteFile(t, secretFile, newSecret+"\n")
 	if line := hangUp(t, p, 2); !strings.Contains(line, `changed="certificate,tokens,webhook secret"`) || !strings.Contains(line, "certificate_serial=2 ") {
 		t.Errorf("a reload of good files logged %q, want the certificate (serial 2), the tokens and the webhook secret changed", line)
 	}

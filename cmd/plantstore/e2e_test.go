@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -123,35 +121,6 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 	}
 }
 
-// postgresDSN returns a DSN for a fresh schema on the test PostgreSQL
-// server, or skips the test when PLANTSTORE_TEST_POSTGRES_DSN is unset.
-func postgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "plantstore_cmd_" + hex.EncodeToString(b)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("PostgreSQL at PLANTSTORE_TEST_POSTGRES_DSN is not usable: %v", err)
-	}
-	t.Cleanup(func() {
-		db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
-
 // TestShutdownUnderLoad sends SIGTERM in the middle of a load run: every
 // create that got a 200 is stored, every request gets a complete response
 // or a clean connection error, and the process exits 0.
@@ -230,7 +199,7 @@ func isConnError(err error) bool {
 // requests, and stops it with SIGTERM.
 func TestProcessConfiguredByEnvironment(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	p := testkit.Start(t, binary(t), testkit.Env(
 		"PLANTSTORE_ADDR="+addr, "PLANTSTORE_DB=memory", "PLANTSTORE_TOKENS=env-token",
 		"PLANTSTORE_LOG_FORMAT=json", "PLANTSTORE_CONVENTIONAL_STATUS=true"))

@@ -385,12 +385,12 @@ func checkLockTimeout(t *testing.T, base, dsn string, stderr *testkit.Buffer) {
 // logs both hosts but not the password.
 func TestMultiHostDSN(t *testing.T) {
 	t.Parallel()
-	dsn := postgresDSN(t)
+	dsn := testkit.PostgresDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := freeAddr(t) + "," + u.Host
+	hosts := testkit.FreeAddr(t) + "," + u.Host
 	multi := strings.Replace(dsn, "://"+u.User.String()+"@"+u.Host, "://"+u.User.Username()+":s3cret@"+hosts, 1) +
 		"&target_session_attrs=read-write"
 	if !strings.Contains(multi, hosts) {
