@@ -232,27 +232,12 @@ func TestCreateRejects(t *testing.T) {
 		{name: "gzip encoding", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Content-Encoding": "gzip"}, wantCode: 415},
 		{name: "over the limit", body: big, wantCode: 413},
 		{name: "empty body", body: ``, wantCode: 400},
+		// What the decoder refuses, and why, is TestDecodeNewPlant's; these
+		// rows show that its refusals and NewPlant's are the Error 400.
 		{name: "not JSON", body: `id=1&name=x`, wantCode: 400},
-		{name: "array", body: `[{"id":1,"name":"x"}]`, wantCode: 400},
-		{name: "two objects", body: `{"id":1,"name":"x"}{"id":2,"name":"y"}`, wantCode: 400},
-		{name: "trailing garbage", body: `{"id":1,"name":"x"}x`, wantCode: 400},
-		{name: "missing id", body: `{"name":"x"}`, wantCode: 400},
 		{name: "missing name", body: `{"id":1}`, wantCode: 400},
-		{name: "id string", body: `{"id":"1","name":"x"}`, wantCode: 400},
-		{name: "id fraction", body: `{"id":1.5,"name":"x"}`, wantCode: 400},
-		{name: "id overflow", body: `{"id":9223372036854775808,"name":"x"}`, wantCode: 400},
-		{name: "id null", body: `{"id":null,"name":"x"}`, wantCode: 400},
-		{name: "name null", body: `{"id":1,"name":null}`, wantCode: 400},
-		{name: "name number", body: `{"id":1,"name":5}`, wantCode: 400},
-		{name: "tag null", body: `{"id":1,"name":"x","tag":null}`, wantCode: 400, reason: "null is not a string"},
-		{name: "upper-case ID only", body: `{"ID":1,"name":"x"}`, wantCode: 400, reason: "names are case-sensitive"},
-		{name: "duplicate id", body: `{"id":1,"id":2,"name":"x"}`, wantCode: 400},
-		{name: "duplicate escaped name", body: `{"id":1,"name":"x","n\u0061me":"y"}`, wantCode: 400},
-		{name: "duplicate unknown", body: `{"id":1,"name":"x","a":1,"a":2}`, wantCode: 400},
 		{name: "invalid UTF-8", body: "{\"id\":1,\"name\":\"\xff\"}", wantCode: 400},
-		{name: "unpaired surrogate", body: `{"id":1,"name":"\ud800"}`, wantCode: 400},
 		{name: "NUL in name", body: `{"id":1,"name":"a\u0000b"}`, wantCode: 400, reason: "no durable storage keeps it exactly"},
-		{name: "raw control character", body: "{\"id\":1,\"name\":\"a\x01\"}", wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
