@@ -88,10 +88,10 @@ func (l *browserLog) snapshot() (requests, errors []string, csp string) {
 }
 
 // screenshotPath is where the test leaves its screenshot of the page:
-// in $PLANTSTORE_ARTIFACTS when set, else in the system's temporary
+// in $PLANTSTORE_TEST_ARTIFACTS when set, else in the system's temporary
 // directory, which outlives the test.
 func screenshotPath() string {
-	dir := os.Getenv("PLANTSTORE_ARTIFACTS")
+	dir := os.Getenv("PLANTSTORE_TEST_ARTIFACTS")
 	if dir == "" {
 		dir = os.TempDir()
 	}

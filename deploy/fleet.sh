@@ -21,7 +21,7 @@
 #                     PostgreSQL cluster is created in $FLEET_DIR/pg
 #   FLEET_PG_PORT     the private cluster's port (a free one)
 #   FLEET_PG_BIN      PostgreSQL's programs (/usr/lib/postgresql/15/bin)
-#   PLANTSTORE_BIN    the plantstore binary; built from this tree when unset
+#   FLEET_BIN         the plantstore binary; built from this tree when unset
 #   PLANTSTORE_TOKENS accepted bearer tokens, comma-separated; when unset a
 #                     token is generated into $FLEET_DIR/tokens and printed
 #
@@ -143,7 +143,7 @@ start_postgres() {
 start_instance() {
 	local name=$1 port=$2 n
 	: >"$FLEET_DIR/$name.out"
-	"$(saved PLANTSTORE_BIN)" -addr "127.0.0.1:$port" -db "$(cat "$FLEET_DIR/db")" -token-file "$FLEET_DIR/tokens" \
+	"$(saved FLEET_BIN)" -addr "127.0.0.1:$port" -db "$(cat "$FLEET_DIR/db")" -token-file "$FLEET_DIR/tokens" \
 		</dev/null >"$FLEET_DIR/$name.out" 2>>"$FLEET_DIR/$name.log" &
 	echo $! >"$FLEET_DIR/$name.pid"
 	# An instance prints its address once it listens, after opening and
@@ -157,12 +157,12 @@ start_instance() {
 }
 
 start_instances() {
-	local bin=${PLANTSTORE_BIN:-}
+	local bin=${FLEET_BIN:-}
 	if [ -z "$bin" ]; then
 		bin=$FLEET_DIR/plantstore
 		(cd "$here/.." && go build -o "$bin" ./cmd/plantstore) || die "go build failed"
 	fi
-	echo "PLANTSTORE_BIN=$bin" >>"$settings"
+	echo "FLEET_BIN=$bin" >>"$settings"
 	# Every instance reads the tokens from one file, so that an instance
 	# restarted later accepts the same ones.
 	if [ -n "${PLANTSTORE_TOKENS:-}" ]; then

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,15 +165,10 @@ func TestHAProxyRequestID(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		testkit.WaitUntil(t, 30*time.Second, "HAProxy to mark every instance down", func() bool {
 			st := f.serverStatus(t)
-			if st["ps1"] == "DOWN" && st["ps2"] == "DOWN" && st["ps3"] == "DOWN" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("HAProxy did not mark every instance down: %v", st)
-			}
-		}
+			return st["ps1"] == "DOWN" && st["ps2"] == "DOWN" && st["ps3"] == "DOWN"
+		})
 		if id := requestID(t, f.url, "trace-nobody"); id != "trace-nobody" {
 			t.Errorf("HAProxy's error 503 carries X-Request-Id %q, want the client's", id)
 		}
@@ -281,7 +277,7 @@ func startMemoryFleet(t *testing.T) *memoryFleet {
 	f := &memoryFleet{fleet: &fleet{dir: dir, env: testkit.Env(
 		"FLEET_DIR="+dir,
 		"FLEET_DB=memory",
-		"PLANTSTORE_BIN="+bin,
+		"FLEET_BIN="+bin,
 		"PLANTSTORE_TOKENS="+token,
 	)}}
 	t.Cleanup(func() { runScript(t, f.env, "stop") })
@@ -313,12 +309,7 @@ func runScript(t *testing.T, env []string, args ...string) string {
 func waitLogged(t *testing.T, what, line string, files ...string) {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)` + line)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, file := range files {
-			if b, _ := os.ReadFile(file); re.Match(b) {
-				return
-			}
-		}
-	}
-	t.Errorf("no line of %s matches %q", what, line)
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("a line of %s matching %q", what, line), func() bool {
+		return slices.ContainsFunc(files, func(file string) bool { b, _ := os.ReadFile(file); return re.Match(b) })
+	})
 }

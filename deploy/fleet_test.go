@@ -1,10 +1,12 @@
-// Package deploy_test starts the fleet that deploy/fleet.sh describes and
-// checks what its clients see when an instance dies under load.
+// Package deploy_test starts the binary as deploy/ describes it (fleet.sh,
+// the systemd unit, the Dockerfile, Patroni and PgBouncer), and runs the
+// scenarios of several instances: what clients see when an instance dies
+// under load, a database failover, webhooks shared by a fleet.
 package deploy_test
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -81,15 +83,15 @@ func startFleet(t *testing.T) *fleet {
 			"FLEET_LB_ADDR=127.0.0.1:"+ports[0],
 			"FLEET_PORTS="+strings.Join(ports[1:4], " "),
 			"FLEET_PG_PORT="+ports[4],
-			"PLANTSTORE_BIN="+bin,
+			"FLEET_BIN="+bin,
 			"PLANTSTORE_TOKENS="+token,
 		),
 	}
-	// PLANTSTORE_KEEP_FLEET=1 keeps the directory, with HAProxy's and
+	// PLANTSTORE_TEST_KEEP_FLEET=1 keeps the directory, with HAProxy's and
 	// each instance's log, for a failure to be looked into.
 	t.Cleanup(func() {
 		f.script(t, "stop")
-		if os.Getenv("PLANTSTORE_KEEP_FLEET") == "" {
+		if os.Getenv("PLANTSTORE_TEST_KEEP_FLEET") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("kept %s", dir)
@@ -187,49 +189,27 @@ var client = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
 }
 
-// create posts a plant and returns the status and the Error code (0 for a
-// 200), or an error when no complete answer arrived. conn describes the
-// connection it went out on, for failure messages.
+// create posts plant id named plant-<id>; see [testkit.Create]. conn
+// describes the connection it went out on, for failure messages.
 func create(url string, id int64, conn *string) (status, code int, err error) {
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
-	if err != nil {
-		return 0, 0, err
-	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
 			*conn = fmt.Sprintf("from %v, reused %v, idle %v", info.Conn.LocalAddr(), info.Reused, info.IdleTime)
 		},
-	}))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.StatusCode == http.StatusOK {
-		return 200, 0, nil
-	}
-	var e struct{ Error int }
-	if err := json.Unmarshal(body, &e); err != nil || e.Error == 0 {
-		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
-	}
-	return resp.StatusCode, e.Error, nil
+	})
+	return testkit.Create(ctx, client, url, token, id, fmt.Sprint("plant-", id))
 }
 
 // listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	return testkit.ListAll(t, client, url, token)
+	return testkit.Plants(t, client, url, token)
 }
 
 // waitRefused waits until nothing listens on addr any more, as when the
 // process that did has died (its last thread gone, its sockets closed), and
-// returns when it noticed.
+// returns when it noticed. It polls every 100 µs, not as testkit.WaitUntil
+// does, because the time it returns is a measurement.
 func waitRefused(t *testing.T, addr string) time.Time {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {

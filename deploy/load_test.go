@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,10 @@ type hookReceiver struct {
 	byID   map[string]int // deliveries by webhook-id
 	plants map[int64]int  // deliveries by plant id
 	bad    []string
+	// hold, while not nil, keeps each verified delivery waiting, unanswered
+	// and not recorded, until it is closed or the sender goes away.
+	hold   chan struct{}
+	active int // deliveries being held
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -65,6 +70,19 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad delivery", http.StatusBadRequest)
 		return
 	}
+	if hold := h.hold; hold != nil {
+		h.active++
+		h.mu.Unlock()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+		h.mu.Lock()
+		h.active--
+		if r.Context().Err() != nil {
+			return // the sender is gone: nothing was delivered
+		}
+	}
 	h.byID[r.Header.Get(webhook.HeaderID)]++
 	h.plants[p.ID]++
 	w.WriteHeader(http.StatusNoContent)
@@ -95,7 +113,9 @@ func (h *hookReceiver) duplicates() (dups, deliveries int) {
 	return dups, deliveries
 }
 
-// waitDelivered waits up to limit for every id of ids to be delivered.
+// waitDelivered waits up to limit for every id of ids to be delivered. It
+// polls by itself, rather than with testkit.WaitUntil, so that a failure
+// is an error, and the faults after it in TestPatroniFailover still run.
 func (h *hookReceiver) waitDelivered(t *testing.T, ids []int64, limit time.Duration) {
 	t.Helper()
 	var missing []int64
@@ -109,9 +129,10 @@ func (h *hookReceiver) waitDelivered(t *testing.T, ids []int64, limit time.Durat
 }
 
 // startInstances starts n plantstore processes on db, each delivering
-// webhooks to recv, with the tokens and the secret from the environment,
-// and each logging to psN.log in dir.
-func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir string) []*testkit.Process {
+// webhooks to recv (none when recv is nil), with the tokens and the secret
+// from the environment, and each logging to psN.log in dir; extra flags
+// come last, and so override these.
+func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir string, extra ...string) []*testkit.Process {
 	t.Helper()
 	bin := testkit.Build(t, "../cmd/plantstore")
 	var procs []*testkit.Process
@@ -123,8 +144,12 @@ func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir stri
 		defer log.Close()
 		// A lease of 5 s, not 30: a delivery whose claim was committed but
 		// whose answer was lost in a failover is sent again sooner.
-		cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", db, "-webhook", recv.srv.URL+"/hooks",
-			"-webhook-lease", "5s", "-log-level", "warn")
+		args := []string{"-addr", "127.0.0.1:0", "-db", db, "-log-level", "warn"}
+		if recv != nil {
+			args = append(args, "-webhook", recv.srv.URL+"/hooks", "-webhook-lease", "5s")
+		}
+		args = append(args, extra...)
+		cmd := exec.Command(bin, args...)
 		cmd.Env = testkit.Env("PLANTSTORE_TOKENS="+token, "PLANTSTORE_WEBHOOK_SECRET="+webhookSecret)
 		cmd.Stderr = log
 		procs = append(procs, testkit.StartCmd(t, cmd))
@@ -257,27 +282,19 @@ func (l *load) halt() {
 // createPlant posts plant id and returns the answer's code, whether it
 // came with Retry-After, its seconds (0 without), and the answer or error as text.
 func createPlant(url string, id int64) (code, retryAfter int, raw string) {
-	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := loadClient.Do(req)
+	status, header, body, err := testkit.Post(context.Background(), loadClient, url, token, fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id))
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	raw = fmt.Sprintf("%d %s", resp.StatusCode, body)
-	if resp.StatusCode == 200 {
+	raw = fmt.Sprintf("%d %s", status, body)
+	if status == 200 {
 		return 200, 0, raw
 	}
 	var e struct{ Error int }
 	if json.Unmarshal(body, &e) != nil || e.Error == 0 {
-		return resp.StatusCode, 0, raw
+		return status, 0, raw
 	}
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	ra, _ := strconv.Atoi(header.Get("Retry-After"))
 	return e.Error, ra, raw
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // The Patroni cluster's timing (deploy/patroni/patroni.yml says why): shorter
@@ -272,14 +274,16 @@ func (c *patroniCluster) healthy() (bool, string) {
 func (c *patroniCluster) waitHealthy(t *testing.T, limit time.Duration) {
 	t.Helper()
 	var desc string
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var ok bool
-		if ok, desc = c.healthy(); ok {
-			return
+	defer func() {
+		if t.Failed() {
+			t.Logf("the Patroni cluster's last state: %s", desc)
 		}
-	}
-	c.logTails(t)
-	t.Fatalf("the Patroni cluster is not healthy after %v: %s", limit, desc)
+	}()
+	testkit.WaitUntil(t, limit, "the Patroni cluster to be healthy", func() bool {
+		var ok bool
+		ok, desc = c.healthy()
+		return ok
+	})
 }
 
 // logTails logs the end of each daemon's log, for a failure to be looked
@@ -343,9 +347,9 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// PLANTSTORE_KEEP_PATRONI=1 keeps the directory and its logs.
+	// PLANTSTORE_TEST_KEEP_PATRONI=1 keeps the directory and its logs.
 	t.Cleanup(func() {
-		if os.Getenv("PLANTSTORE_KEEP_PATRONI") == "" {
+		if os.Getenv("PLANTSTORE_TEST_KEEP_PATRONI") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("kept %s", dir)
@@ -359,7 +363,7 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 		"TTL": strconv.Itoa(patroniTTL), "LOOP_WAIT": strconv.Itoa(patroniLoopWait),
 		"RETRY_TIMEOUT":      strconv.Itoa(patroniRetryTimeout),
 		"SUPERUSER_PASSWORD": "super-" + token, "REPLICATION_PASSWORD": "repl-" + token,
-		"PLANTSTORE_DB_PASSWORD": "db-" + token,
+		"DB_PASSWORD": "db-" + token,
 	}
 	c := &patroniCluster{dir: dir}
 	for i := range 3 {
@@ -377,7 +381,7 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	c.startHAProxy(t, vars)
 	c.startPgBouncer(t, vars, cred)
 	c.dbURL = fmt.Sprintf("postgres://plantstore:%s@127.0.0.1:%s/plants?sslmode=disable&connect_timeout=2",
-		vars["PLANTSTORE_DB_PASSWORD"], vars["PGBOUNCER_PORT"])
+		vars["DB_PASSWORD"], vars["PGBOUNCER_PORT"])
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.logTails(t)
@@ -406,19 +410,17 @@ func (c *patroniCluster) startEtcd(t *testing.T, vars map[string]string) {
 	d := startDaemon(t, "etcd", exec.Command("etcd", "--config-file", cfg), filepath.Join(c.dir, "etcd.log"))
 	c.daemons = append(c.daemons, d)
 	hc := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testkit.WaitUntil(t, time.Minute, "etcd to answer /health", func() bool {
 		if !d.alive() {
 			t.Fatalf("etcd exited:\n%s", d.tail())
 		}
 		resp, err := hc.Get("http://127.0.0.1:" + vars["ETCD_CLIENT_PORT"] + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-	}
-	t.Fatalf("etcd does not answer /health:\n%s", d.tail())
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 }
 
 // startNode writes a node's Patroni configuration and starts its Patroni.
@@ -460,14 +462,20 @@ func (c *patroniCluster) startPgBouncer(t *testing.T, vars map[string]string, cr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	d := startDaemon(t, "pgbouncer", cmd, filepath.Join(c.dir, "pgbouncer.out"))
 	c.daemons = append(c.daemons, d)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if conn, err := net.Dial("tcp", "127.0.0.1:"+vars["PGBOUNCER_PORT"]); err == nil {
-			conn.Close()
-			return
-		}
-		if !d.alive() || time.Now().After(deadline) {
+	defer func() {
+		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(c.dir, "pgbouncer.log"))
-			t.Fatalf("PgBouncer does not accept connections:\n%s\n%s", d.tail(), log)
+			t.Logf("PgBouncer's output and log:\n%s\n%s", d.tail(), log)
 		}
-	}
+	}()
+	testkit.WaitUntil(t, time.Minute, "PgBouncer to accept connections", func() bool {
+		if !d.alive() {
+			t.Fatalf("PgBouncer exited")
+		}
+		conn, err := net.Dial("tcp", "127.0.0.1:"+vars["PGBOUNCER_PORT"])
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
 }

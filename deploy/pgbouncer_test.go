@@ -1,11 +1,8 @@
 package deploy_test
 
 import (
-	"crypto/rand"
 	"database/sql"
 	"net/url"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,42 +12,17 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// newPostgresDatabase creates a database of its own on the server at
-// $PLANTSTORE_TEST_POSTGRES_DSN, drops it when the test ends, and returns
-// its URL and a connection to it. It skips the test when the variable is
-// unset.
+// newPostgresDatabase returns the URL of a database of its own (see
+// [testkit.PostgresDatabase]) and a connection to it.
 func newPostgresDatabase(t *testing.T) (string, *sql.DB) {
 	t.Helper()
-	base := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if base == "" {
-		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "plantstore_pgbouncer_" + strings.ToLower(rand.Text()[:12])
-	if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
-		admin.Close()
-		t.Fatalf("PostgreSQL at PLANTSTORE_TEST_POSTGRES_DSN: create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db, err := sql.Open("pgx", u.String())
+	dsn := testkit.PostgresDatabase(t)
+	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return u.String(), db
+	return dsn, db
 }
 
 // waitOutboxEmpty waits until no webhook event or delivery is left in the

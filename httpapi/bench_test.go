@@ -12,14 +12,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/promstats"
 )
@@ -123,24 +122,14 @@ func serveBench(b *testing.B, h http.Handler, c benchCase, first int) {
 	}
 	runtime.GC()
 	b.ReportAllocs()
-	start, ok := processCPU()
+	start, ok := testkit.ProcessCPU()
 	for i := first + warmUp; b.Loop(); i++ {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, c.newRequest(i))
 	}
-	if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
+	if end, ok2 := testkit.ProcessCPU(); ok && ok2 && b.N > 0 {
 		b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
-}
-
-// processCPU returns the CPU time the process has used so far, in user and
-// system mode, over all its threads.
-func processCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
 
 // checkBench fails b unless h answers c's request number i with status
@@ -290,11 +279,11 @@ func BenchmarkMetrics(b *testing.B) {
 			h := httpapi.New(plantstore.New(memstore.New()),
 				append([]httpapi.Option{httpapi.InsecureWithoutAuthentication()}, tt.opts...)...)
 			b.ReportAllocs()
-			start, ok := processCPU()
+			start, ok := testkit.ProcessCPU()
 			for b.Loop() {
 				h.ServeHTTP(w, req)
 			}
-			if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
+			if end, ok2 := testkit.ProcessCPU(); ok && ok2 && b.N > 0 {
 				b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})

@@ -83,12 +83,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // TestBodyLimitWhileGrowing sends bodies around the limit, of a declared
 // length and of none: the buffer grows as they arrive, a body at the
-// limit is read whole, and one past it is answered 413 with no more than
-// one byte past the limit read.
+// limit is read whole, and one past it is answered 413, and the connection
+// closed, with no more than one byte past the limit read, and none of a body
+// declared past the limit.
 func TestBodyLimitWhileGrowing(t *testing.T) {
 	t.Parallel()
 	const limit = 300 << 10
-	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
+	ps := plantstore.New(memstore.New())
+	h := httpapi.New(ps, httpapi.WithTokens(testToken),
 		httpapi.WithMaxBodyBytes(limit), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
 	body := func(id, size int) string {
 		s := fmt.Sprintf(`{"id":%d,"name":"`, id)
@@ -106,6 +108,7 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 		{"far past the limit, chunked", body(4, 4*limit), false, 413},
 		{"small, chunked", body(5, 100), false, 0},
 		{"past the pooled buffer, declared", body(6, 70<<10), true, 0},
+		{"far past the limit, declared", body(7, 4*limit), true, 413},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +131,24 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 			if cr.n > limit+1 {
 				t.Errorf("read %d body bytes, want at most %d", cr.n, limit+1)
 			}
+			if tt.wantCode != 0 && rec.Header().Get("Connection") != "close" {
+				t.Errorf("a 413 leaves the connection open, with the unread body on it to be taken for the next request")
+			}
+			if tt.wantCode != 0 && tt.declared && cr.n != 0 {
+				t.Errorf("read %d bytes of a body declared past the limit, want it refused unread", cr.n)
+			}
 		})
+	}
+	page, err := ps.List(t.Context(), plantstore.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []int64
+	for _, p := range page {
+		stored = append(stored, p.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 5, 6}, stored); diff != "" {
+		t.Errorf("stored plants (-want +got): a body refused 413 must store nothing\n%s", diff)
 	}
 }
 

@@ -115,10 +115,10 @@ var lintVersion = [2]int{20, 19}
 // the user's cache directory, once for each version of the pins, and
 // returns where. It skips the test when npm or a recent enough Node.js is
 // missing, or when the install fails (the registry is unreachable), unless
-// PLANTSTORE_REQUIRE_OPENAPI_LINT is set, as CI sets it.
+// PLANTSTORE_TEST_REQUIRE_OPENAPI_LINT is set, as CI sets it.
 func lintTools(t *testing.T) string {
 	t.Helper()
-	required := os.Getenv("PLANTSTORE_REQUIRE_OPENAPI_LINT") != ""
+	required := os.Getenv("PLANTSTORE_TEST_REQUIRE_OPENAPI_LINT") != ""
 	if testing.Short() && !required {
 		t.Skip("runs swagger-parser and Redocly under node; skipped in -short mode")
 	}

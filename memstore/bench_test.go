@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -32,10 +33,10 @@ type cpuClock struct {
 	ok           bool
 }
 
-func (c *cpuClock) start() { c.since, c.ok = processCPU() }
+func (c *cpuClock) start() { c.since, c.ok = testkit.ProcessCPU() }
 
 func (c *cpuClock) stop() {
-	if now, ok := processCPU(); ok && c.ok {
+	if now, ok := testkit.ProcessCPU(); ok && c.ok {
 		c.spent += now - c.since
 	}
 }

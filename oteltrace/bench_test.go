@@ -10,13 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/oteltrace"
 	"github.com/plantstore/plantstore/sqlstore"
@@ -68,7 +68,7 @@ func BenchmarkCreate(b *testing.B) {
 			}
 			var body strings.Builder
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0, _ := testkit.ProcessCPU()
 			for i := 0; b.Loop(); i++ {
 				body.Reset()
 				body.WriteString(`{"id":` + strconv.Itoa(i) + `,"name":"Monstera deliciosa","tag":"aroid"}`)
@@ -81,7 +81,8 @@ func BenchmarkCreate(b *testing.B) {
 					b.Fatalf("status %d: %s", rec.Code, rec.Body)
 				}
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			cpu1, _ := testkit.ProcessCPU()
+			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -103,7 +104,7 @@ func BenchmarkStorageCreate(b *testing.B) {
 			var wg sync.WaitGroup
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0, _ := testkit.ProcessCPU()
 			for range 8 {
 				wg.Go(func() {
 					for id := next.Add(1); id <= int64(b.N); id = next.Add(1) {
@@ -117,18 +118,8 @@ func BenchmarkStorageCreate(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			cpu1, _ := testkit.ProcessCPU()
+			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU returns the CPU time, in nanoseconds, the process has used so
-// far over all its threads: on a busy machine it moves far less than the
-// time per op, which counts the time other processes hold the CPU.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

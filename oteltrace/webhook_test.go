@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/oteltrace"
 	"github.com/plantstore/plantstore/webhook"
@@ -51,13 +52,7 @@ func TestWebhookAttemptSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Notify()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(rec.Ended()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d attempt spans ended, want 2", len(rec.Ended()))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, 30*time.Second, "2 attempt spans ended", func() bool { return len(rec.Ended()) >= 2 })
 	spans := rec.Ended()
 	mu.Lock()
 	defer mu.Unlock()

@@ -17,7 +17,7 @@
 # SERVERS lists the servers, the first being the one the others are divided by.
 # A name is one of
 #   floor        the floor server
-#   plantstore   PLANTSTORE_BIN (default: ./cmd/plantstore built here) with PLANTSTORE_ARGS
+#   plantstore   BENCH_BIN (default: ./cmd/plantstore built here) with BENCH_ARGS
 #   memory       plantstore -db memory
 #   sqlite       plantstore on a new SQLite file in a temporary directory each round
 #   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN)
@@ -36,8 +36,8 @@
 #   CLIENT=wrk                         wrk, or plantload (cmd/plantload) as a cross-check
 #   SERVER_CPU=0 CLIENT_CPU=1          cores to pin the server and the load generator to
 #   BENCH_TOKEN=loopback-bench         bearer token (the server gets it in PLANTSTORE_TOKENS)
-#   PLANTSTORE_BIN=path                run this binary instead of building ./cmd/plantstore
-#   PLANTSTORE_ARGS="-addr 127.0.0.1:0 -db memory"   its arguments (server "plantstore")
+#   BENCH_BIN=path                     run this binary instead of building ./cmd/plantstore
+#   BENCH_ARGS="-addr 127.0.0.1:0 -db memory"   its arguments (server "plantstore")
 #   EXTRA_ARGS="-log-level warn"       more arguments for every plantstore server
 #   BENCH_KEEP=dir                     keep every run's raw output in dir
 set -euo pipefail
@@ -49,7 +49,7 @@ CLIENT=${CLIENT:-wrk}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BENCH_TOKEN=${BENCH_TOKEN:-loopback-bench}
-PLANTSTORE_ARGS=${PLANTSTORE_ARGS:--addr 127.0.0.1:0 -db memory}
+BENCH_ARGS=${BENCH_ARGS:--addr 127.0.0.1:0 -db memory}
 SERVERS=${SERVERS:-floor plantstore}
 EXTRA_ARGS=${EXTRA_ARGS:-}
 BENCH_POSTGRES_DSN=${BENCH_POSTGRES_DSN:-${PLANTSTORE_TEST_POSTGRES_DSN:-}}
@@ -108,7 +108,7 @@ echo "building into $tmp" >&2
 	cd "$repo"
 	go build -o "$tmp/floorserver" ./internal/floor/cmd/floorserver
 	go build -o "$tmp/plantload" ./cmd/plantload
-	if [[ -z ${PLANTSTORE_BIN:-} ]]; then
+	if [[ -z ${BENCH_BIN:-} ]]; then
 		go build -o "$tmp/plantstore" ./cmd/plantstore
 	fi
 	if [[ " ${servers[*]} " == *" ogen "* || " ${servers[*]} " == *" oapi-codegen "* ]]; then
@@ -121,7 +121,7 @@ echo "building into $tmp" >&2
 		cd "$repo/scripts/peers" && go build -o "$tmp/pbserver" ./pbserver
 	fi
 )
-plantstore_bin=${PLANTSTORE_BIN:-$tmp/plantstore}
+plantstore_bin=${BENCH_BIN:-$tmp/plantstore}
 
 # start_server NAME: starts the server pinned to SERVER_CPU and sets
 # server_pid and server_url once it prints its listening line.
@@ -140,7 +140,7 @@ start_server() {
 	else
 		bin=$plantstore_bin
 		case $name in
-		plantstore) args=$PLANTSTORE_ARGS ;;
+		plantstore) args=$BENCH_ARGS ;;
 		memory) args="-db memory" ;;
 		sqlite)
 			rm -rf "$tmp/sqlite" && mkdir "$tmp/sqlite"

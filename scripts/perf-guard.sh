@@ -35,7 +35,7 @@ for storage in memory sqlite; do
 	args="-db memory"
 	[[ $storage == sqlite ]] && args="-db {tmp}/plants.db"
 	echo "perf-guard: $storage, ${ROUNDS:-5} rounds" >&2
-	out=$(SERVERS="base new" ROUNDS=${ROUNDS:-5} PLANTSTORE_BIN="$tmp/plantstore-new" \
+	out=$(SERVERS="base new" ROUNDS=${ROUNDS:-5} BENCH_BIN="$tmp/plantstore-new" \
 		BIN_base="$tmp/plantstore-base" BIN_new="$tmp/plantstore-new" \
 		ARGS_base="$args" ARGS_new="$args" "$repo/scripts/loopback-bench.sh")
 	echo "$out" >&2

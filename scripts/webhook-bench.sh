@@ -14,7 +14,7 @@
 # Usage: scripts/webhook-bench.sh
 #        SERVERS="old new" BIN_old=/tmp/a BIN_new=/tmp/b scripts/webhook-bench.sh
 #
-# SERVERS lists names of binaries: "plantstore" is PLANTSTORE_BIN (default:
+# SERVERS lists names of binaries: "plantstore" is BENCH_BIN (default:
 # ./cmd/plantstore built here); any other name is BIN_<name>. The servers
 # alternate within each round, on a new database file each run.
 #
@@ -75,7 +75,7 @@ echo "building into $tmp" >&2
 (
 	cd "$repo"
 	go build -o "$tmp/plantload" ./cmd/plantload
-	if [[ -z ${PLANTSTORE_BIN:-} ]]; then
+	if [[ -z ${BENCH_BIN:-} ]]; then
 		go build -o "$tmp/plantstore" ./cmd/plantstore
 	fi
 )
@@ -101,7 +101,7 @@ free_port() {
 # sets server_pid and server_url once it prints its listening line.
 start_server() {
 	local name=$1 port=$2 log=$3 bin out="$tmp/server.out"
-	if [[ $name == plantstore ]]; then bin=${PLANTSTORE_BIN:-$tmp/plantstore}
+	if [[ $name == plantstore ]]; then bin=${BENCH_BIN:-$tmp/plantstore}
 	else local b="BIN_$name"; bin=${!b:-}; [[ -n $bin ]] || die "server $name needs BIN_$name"
 	fi
 	rm -rf "$tmp/db" && mkdir "$tmp/db"

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,5 +232,94 @@ func TestHeadersOverTwiceTheLimit(t *testing.T) {
 			t.Errorf("%s: answered %d (%s) %q, want %d (%s) with Error %d", tt.name, resp.StatusCode,
 				resp.Header.Get("Content-Type"), body, wantStatus, tt.wantType, tt.wantCode)
 		}
+	}
+}
+
+// TestSlowBodyIsCutOff sends a create's headers at once and trickles its
+// body, far slower than Read allows: the server closes the connection
+// before the body is complete, answers no success, and stores nothing.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	t.Parallel()
+	ps := plantstore.New(memstore.New())
+	srv := start(t, httpapi.New(ps, httpapi.WithTokens("tok")),
+		server.WithTimeouts(server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second}))
+	conn := dial(t, srv)
+	done := make(chan struct{})
+	var got []byte
+	var err error
+	go func() {
+		defer close(done)
+		got, err = io.ReadAll(conn)
+	}()
+	body := `{"id":1,"name":"trickled"}`
+	body += strings.Repeat(" ", 100-len(body))
+	if _, err := io.WriteString(conn, "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// At one byte per 100 ms the body would take 10 s to send.
+	sent := trickle(conn, []byte(body), 100*time.Millisecond, done)
+	<-done
+	if !isClosed(err) {
+		t.Fatalf("the server did not close a connection whose body trickled in: %v", err)
+	}
+	if sent == len(body) || isSuccess(got) {
+		t.Errorf("%d of %d body bytes sent and %q answered before the server closed the connection, want it cut off part way, without a success",
+			sent, len(body), got)
+	}
+	if _, err := ps.Plant(context.Background(), 1); !errors.Is(err, plantstore.ErrNotFound) {
+		t.Errorf("the plant of the cut-off body: %v, want it not stored", err)
+	}
+}
+
+// TestAnswersNetHTTPGivesItself lists the requests that net/http answers
+// before any handler runs, with the server's default header limit, so that
+// they cannot carry the API's Error: it writes the answer itself, as
+// text/plain (or with no body), and closes the connection.
+// docs/operations.md's "Answers net/http gives itself" names them.
+func TestAnswersNetHTTPGivesItself(t *testing.T) {
+	t.Parallel()
+	srv := start(t, httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens("tok")))
+	create := func(extra string) string {
+		return "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\n" + extra + "\r\n"
+	}
+	const text = "text/plain; charset=utf-8"
+	tests := []struct {
+		name       string
+		req        string
+		wantStatus int
+		wantType   string
+	}{
+		{"malformed request line", "GET\r\nHost: plantstore\r\n\r\n", 400, text},
+		{"missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, text},
+		{"malformed Host", "GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", 400, text},
+		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX Y: z\r\n\r\n", 400, text},
+		{"two Content-Lengths", create("Content-Length: 2\r\nContent-Length: 3\r\n") + "{}", 400, text},
+		{"unsupported Transfer-Encoding", create("Transfer-Encoding: gzip\r\n"), 501, text},
+		{"two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, text},
+		{"two Transfer-Encodings", create("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"), 501, text},
+		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n\r\n", 505, text},
+		{"headers past what net/http reads", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " +
+			strings.Repeat("a", 2*server.DefaultMaxHeaderBytes+8<<10) + "\r\n\r\n", 431, text},
+		{"an expectation other than 100-continue", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nExpect: tea\r\n\r\n", 417, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := dial(t, srv)
+			go io.WriteString(conn, tt.req) // net/http may stop reading part way
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus || resp.Header.Get("Content-Type") != tt.wantType {
+				t.Errorf("answered %s (Content-Type %q) %q, want %d (Content-Type %q) from net/http",
+					resp.Status, resp.Header.Get("Content-Type"), body, tt.wantStatus, tt.wantType)
+			}
+			if !resp.Close {
+				t.Errorf("net/http's answer %s keeps the connection open", resp.Status)
+			}
+		})
 	}
 }

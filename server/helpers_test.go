@@ -83,17 +83,6 @@ func serveOn(t *testing.T, srv *server.Server, h http.Handler, logs *testkit.Buf
 	return r
 }
 
-// freeAddr returns a loopback address that nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // refused reports whether a connection to addr is refused: nothing
 // listens there.
 func refused(addr string) bool {
@@ -122,14 +111,6 @@ func quoteIfNeeded(s string) string {
 		return `"` + s + `"`
 	}
 	return s
-}
-
-// writeFile writes data to name, readable by its owner only.
-func writeFile(t *testing.T, name, data string) {
-	t.Helper()
-	if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // isClosed reports whether err is how a read ends on a connection the

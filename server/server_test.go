@@ -56,11 +56,11 @@ func TestListenErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testkit.FreeAddr(t)
 			if tt.taken {
 				addr = taken.Addr().String()
 			}
-			metricsAddr := freeAddr(t)
+			metricsAddr := testkit.FreeAddr(t)
 			opts := append([]server.Option{server.WithReloadOn(nil)}, tt.opts...)
 			srv, err := server.Listen(addr, opts...)
 			if err == nil {

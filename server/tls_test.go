@@ -1,113 +1,27 @@
 package server_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/server"
 )
 
-// A testCA signs the certificates the TLS tests serve, and is the only
-// root their clients trust.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "plantstore server test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// writeLeaf writes a certificate for 127.0.0.1 with the given serial,
-// signed by ca, and its key, in PEM, to certFile and keyFile.
-func (ca *testCA) writeLeaf(t *testing.T, serial int64, certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})))
-}
-
-// serial makes a new TLS handshake with srv and returns the serial of the
-// certificate it presents.
-func (ca *testCA) serial(t *testing.T, srv *running) int64 {
-	t.Helper()
-	conn, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.pool})
-	if err != nil {
-		t.Fatalf("TLS handshake: %v", err)
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
-}
-
 // startTLS serves h over TLS with serial 1 of ca, reloading at each value
 // sent on the returned channel, and returns the files of its certificate
 // and key.
-func startTLS(t *testing.T, ca *testCA, h http.Handler, opts ...server.Option) (srv *running, reload chan<- os.Signal, certFile, keyFile string) {
+func startTLS(t *testing.T, ca *testkit.CA, h http.Handler, opts ...server.Option) (srv *running, reload chan<- os.Signal, certFile, keyFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	ca.writeLeaf(t, 1, certFile, keyFile)
+	ca.WriteLeaf(t, 1, certFile, keyFile)
 	c := make(chan os.Signal)
 	srv = start(t, h, append([]server.Option{server.WithTLS(certFile, keyFile), server.WithReloadOn(c)}, opts...)...)
 	return srv, c, certFile, keyFile
@@ -121,12 +35,12 @@ var hello = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.W
 // opened before keeps serving with the old, and the log says what changed.
 func TestCertificateReloadedBetweenHandshakes(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	srv, reload, certFile, keyFile := startTLS(t, ca, hello)
-	if got := ca.serial(t, srv); got != 1 {
+	if got := ca.Serial(t, srv.Addr().String()); got != 1 {
 		t.Fatalf("serving serial %d, want 1", got)
 	}
-	kept := &http.Client{Timeout: wait, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}}
+	kept := &http.Client{Timeout: wait, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true}}
 	t.Cleanup(kept.CloseIdleConnections)
 	get := func() (serial int64, proto int) {
 		t.Helper()
@@ -144,12 +58,12 @@ func TestCertificateReloadedBetweenHandshakes(t *testing.T) {
 		t.Fatalf("kept connection: serial %d over HTTP/%d, want 1 over HTTP/2", serial, proto)
 	}
 
-	ca.writeLeaf(t, 0x2a, certFile, keyFile)
+	ca.WriteLeaf(t, 0x2a, certFile, keyFile)
 	reload <- os.Interrupt
 	testkit.WaitUntil(t, wait, "the reload's log line", func() bool {
 		return logged(srv.logs.String(), "configuration reloaded") == 1
 	})
-	if got := ca.serial(t, srv); got != 0x2a {
+	if got := ca.Serial(t, srv.Addr().String()); got != 0x2a {
 		t.Errorf("a handshake after the reload got serial %d, want 42", got)
 	}
 	if serial, _ := get(); serial != 1 {
@@ -169,7 +83,7 @@ func TestCertificateReloadedBetweenHandshakes(t *testing.T) {
 // and the log says why, naming the files.
 func TestCertificateKeptOnBadFiles(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	srv, reload, certFile, keyFile := startTLS(t, ca, hello)
 	before := srv.Stats().LastReload
 	other := filepath.Join(t.TempDir(), "other.pem")
@@ -178,11 +92,11 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 		spoil func()
 		why   string
 	}{
-		{"garbage", func() { writeFile(t, certFile, "not a certificate\n") },
+		{"garbage", func() { testkit.WriteFile(t, certFile, "not a certificate\n") },
 			"TLS certificate " + certFile + " and key " + keyFile + ": tls: failed to find any PEM data in certificate input"},
 		{"mismatched key", func() {
-			ca.writeLeaf(t, 3, certFile, other)
-			ca.writeLeaf(t, 4, other, keyFile)
+			ca.WriteLeaf(t, 3, certFile, other)
+			ca.WriteLeaf(t, 4, other, keyFile)
 		}, "TLS certificate " + certFile + " and key " + keyFile + ": tls: private key does not match public key"},
 		{"gone", func() { os.Remove(certFile) }, "TLS certificate: open " + certFile + ": no such file or directory"},
 	}
@@ -197,7 +111,7 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 		if got := srv.logs.String(); !strings.HasSuffix(got, want) {
 			t.Errorf("%s: log ends %q, want %q", step.name, got, want)
 		}
-		if got := ca.serial(t, srv); got != 1 {
+		if got := ca.Serial(t, srv.Addr().String()); got != 1 {
 			t.Errorf("%s: serving serial %d, want the old certificate's, 1", step.name, got)
 		}
 	}
@@ -205,12 +119,12 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 	if st.Reloads != 0 || st.FailedReloads != uint64(len(steps)) || !st.LastReloadFailed || !st.LastReload.Equal(before) {
 		t.Errorf("Stats = %+v, want %d failed reloads and the last success still Listen's, %v", st, len(steps), before)
 	}
-	ca.writeLeaf(t, 5, certFile, keyFile)
+	ca.WriteLeaf(t, 5, certFile, keyFile)
 	reload <- os.Interrupt
 	testkit.WaitUntil(t, wait, "the good reload's log line", func() bool {
 		return logged(srv.logs.String(), "configuration reloaded") == len(steps)+1
 	})
-	if got := ca.serial(t, srv); got != 5 {
+	if got := ca.Serial(t, srv.Addr().String()); got != 5 {
 		t.Errorf("serving serial %d after a good reload, want 5", got)
 	}
 	if st := srv.Stats(); st.Reloads != 1 || st.LastReloadFailed || !st.LastReload.After(before) {
@@ -222,14 +136,14 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 // 1.2 and 1.3, and refuses TLS 1.1.
 func TestTLSVersionsAndHTTP2(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	srv, _, _, _ := startTLS(t, ca, hello)
 	for _, v := range []struct {
 		name     string
 		max      uint16
 		accepted bool
 	}{{"TLS 1.1", tls.VersionTLS11, false}, {"TLS 1.2", tls.VersionTLS12, true}, {"TLS 1.3", tls.VersionTLS13, true}} {
-		conn, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.pool, MinVersion: tls.VersionTLS10, MaxVersion: v.max,
+		conn, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS10, MaxVersion: v.max,
 			NextProtos: []string{"h2", "http/1.1"}})
 		if err == nil {
 			st := conn.ConnectionState()
@@ -250,9 +164,9 @@ func TestTLSVersionsAndHTTP2(t *testing.T) {
 // lines about them still reach the log, at level Warn.
 func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	srv, _, _, _ := startTLS(t, ca, hello)
-	if _, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.pool, MaxVersion: tls.VersionTLS11}); err == nil {
+	if _, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.Pool, MaxVersion: tls.VersionTLS11}); err == nil {
 		t.Error("a TLS 1.1 handshake succeeded")
 	}
 	if resp, err := http.Get("http://" + srv.Addr().String()); err == nil {
@@ -264,7 +178,7 @@ func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	if _, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{}); err == nil {
 		t.Error("a handshake trusting only the system's roots succeeded")
 	}
-	ca.serial(t, srv) // a handshake that succeeds
+	ca.Serial(t, srv.Addr().String()) // a handshake that succeeds
 	testkit.WaitUntil(t, wait, "three failed handshakes counted", func() bool { return srv.Stats().TLSHandshakeErrors >= 3 })
 	if got := srv.Stats().TLSHandshakeErrors; got != 3 {
 		t.Errorf("TLSHandshakeErrors = %d, want 3", got)
@@ -278,10 +192,10 @@ func TestTLSHandshakeErrorsCounted(t *testing.T) {
 // group or others may read, and that TLS needs both files.
 func TestKeyFileOthersMayRead(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testkit.NewCA(t)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	ca.writeLeaf(t, 1, certFile, keyFile)
+	ca.WriteLeaf(t, 1, certFile, keyFile)
 	if err := os.Chmod(keyFile, 0o640); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // BenchmarkCreate measures durable Creates with 1, 8 and 64 concurrent
@@ -79,7 +80,7 @@ func benchmarkCreatesWork(b *testing.B, s *Store, clients int, work time.Duratio
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := testkit.ProcessCPU()
 	for range clients {
 		wg.Go(func() {
 			for {
@@ -99,7 +100,7 @@ func benchmarkCreatesWork(b *testing.B, s *Store, clients int, work time.Duratio
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := testkit.ProcessCPU(); ok && cpuOK {
 		// The process's CPU time moves much less than the rate when other
 		// processes compete for the cores; on PostgreSQL it leaves out the
 		// server's.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 func TestTwoStoresRaceForOneID(t *testing.T) {
@@ -69,12 +70,7 @@ func lockWaiters(t *testing.T, admin *sql.DB, app string) int {
 // waitForLockWaiters waits until n sessions of app wait for a lock.
 func waitForLockWaiters(t *testing.T, admin *sql.DB, app string, n int) {
 	t.Helper()
-	for i := 0; lockWaiters(t, admin, app) < n; i++ {
-		if i == 2000 {
-			t.Fatalf("%d sessions never waited for a lock", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d sessions to wait for a lock", n), func() bool { return lockWaiters(t, admin, app) >= n })
 }
 
 // TestCancelStopsBlockedQuery cancels calls while their statements wait for

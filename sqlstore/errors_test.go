@@ -324,19 +324,13 @@ func TestStalledDatabase(t *testing.T) {
 			// seen the end of every connection of the stall.
 			proxy.Resume()
 			proxied.SetMaxIdleConns(0)
-			for i := 0; ; i++ {
+			testkit.WaitUntil(t, 10*time.Second, "the server to see the end of every connection of the stall", func() bool {
 				var left int
 				if err := direct.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left); err != nil {
 					t.Fatal(err)
 				}
-				if left == 0 {
-					break
-				}
-				if i == 2000 {
-					t.Fatalf("%d connections of the stall still open on the server", left)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return left == 0
+			})
 			for _, id := range unavailable {
 				var n int
 				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {

@@ -2,11 +2,9 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // holdEventTx begins, on its own connection of db, a transaction that
@@ -149,45 +148,22 @@ func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO plants (id, name) VALUES (8, 'frozen')`); err != nil {
 		t.Fatal(err)
 	}
+	// Each check is a statement, so the transaction must stay idle longer
+	// than its timeout between two of them: the sleep is the scenario.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		time.Sleep(300 * time.Millisecond)
 		var n int
-		err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n)
-		if err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n); err != nil {
 			break // the server ended the session
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("a transaction idle past its idle timeout was never ended")
 		}
-		time.Sleep(300 * time.Millisecond)
 	}
 	if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "p"}); err != nil {
 		t.Errorf("Create of the id the ended transaction held = %v, want nil", err)
 	}
-}
-
-// newPostgresDatabase creates a database of its own on the test server,
-// dropped in t.Cleanup, and returns its URL: a connection pooler passes
-// no search_path, so the tests behind one cannot keep to a schema.
-func newPostgresDatabase(t *testing.T) string {
-	t.Helper()
-	base := postgresDSN(t)
-	name := "plantstore_test_" + strings.ToLower(rand.Text()[:12])
-	admin := openDB(t, "pgx", base)
-	if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // TestOpenThroughTransactionPooler opens Stores through PgBouncer in
@@ -197,7 +173,7 @@ func newPostgresDatabase(t *testing.T) string {
 // statement, two Stores create and deliver through it.
 func TestOpenThroughTransactionPooler(t *testing.T) {
 	t.Parallel()
-	dsn := newPostgresDatabase(t)
+	dsn := testkit.PostgresDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

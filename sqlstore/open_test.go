@@ -20,6 +20,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestOpenSQLiteOwnsTheDB opens a SQLite file with OpenSQLite, stores a
@@ -170,7 +171,7 @@ func showSettings(t *testing.T, s *Store) (lock, idle string, prepared int) {
 // prepares no named statement, unless the URL asks for another mode.
 func TestOpenPostgresSessionSettings(t *testing.T) {
 	t.Parallel()
-	dsn := newPostgresDatabase(t)
+	dsn := testkit.PostgresDatabase(t)
 	tests := []struct {
 		name         string
 		params       string
@@ -218,7 +219,7 @@ func TestOpenPostgresSessionSettings(t *testing.T) {
 func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	const password = "pw-not-to-show"
-	direct := newPostgresDatabase(t)
+	direct := testkit.PostgresDatabase(t)
 	u, err := url.Parse(direct)
 	if err != nil {
 		t.Fatal(err)

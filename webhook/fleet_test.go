@@ -146,7 +146,7 @@ func TestStats(t *testing.T) {
 	if got := depth(t, d); got < 1 || got > 3 {
 		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
 	}
-	time.Sleep(maxAge - time.Since(created))
+	time.Sleep(maxAge - time.Since(created)) // the events must grow older than maxAge: the sleep is the scenario
 	releaseOnce.Do(func() { close(release) })
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	stop()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,7 +54,8 @@ func TestBackupWhileWriting(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	acked := func() int { mu.Lock(); defer mu.Unlock(); return len(ackedAt) }
+	testkit.WaitUntil(t, time.Minute, "150 creates acknowledged before the backup", func() bool { return acked() >= 150 })
 	snap := filepath.Join(dir, "snap.db")
 	began := time.Now()
 	stdout, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "backup", "-db", db, "-out", snap)
@@ -61,7 +63,8 @@ func TestBackupWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plantstore backup: %v\n%s%s", err, stdout, stderr)
 	}
-	time.Sleep(500 * time.Millisecond)
+	afterBackup := acked()
+	testkit.WaitUntil(t, time.Minute, "50 creates acknowledged after the backup", func() bool { return acked() >= afterBackup+50 })
 	close(done)
 	wg.Wait()
 
@@ -107,13 +110,17 @@ func TestBackupRestoreRefuse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "plants.db")
-	p := startProcess(t, "-db", db, "-log-level", "warn")
-	if status, _, err := create(p.URL, 1, "one"); err != nil || status != 200 {
-		t.Fatalf("create = %d, %v", status, err)
+	url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-log-level", "warn"}, map[string]string{"PLANTSTORE_TOKENS": "tok"})
+	if status, body := post(t, url, "tok", `{"id":1,"name":"one"}`); status != 200 {
+		t.Fatalf("create = %d %s", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 	snap := filepath.Join(dir, "snap.db")
-	if _, stderr, err := testkit.Run(t, binary(t), testkit.Env(), "backup", "-db", db, "-out", snap); err != nil {
-		t.Fatalf("plantstore backup: %v\n%s", err, stderr)
+	var stderr testkit.Buffer
+	if err := run(t.Context(), []string{"backup", "-db", db, "-out", snap}, func(string) string { return "" }, io.Discard, &stderr); err != nil {
+		t.Fatalf("plantstore backup: %v\n%s", err, &stderr)
 	}
 	foreign := filepath.Join(dir, "foreign.db")
 	if err := os.WriteFile(foreign, []byte("not a database"), 0o600); err != nil {

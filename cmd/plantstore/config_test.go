@@ -8,14 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,20 +168,9 @@ func TestBadVariableIsNamed(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestRunListensOnPlantstoreAddr(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	url, _, _, stop := startRun(t, nil, map[string]string{
 		"PLANTSTORE_ADDR": addr, "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok"})
 	if url != "http://"+addr {
@@ -347,11 +334,12 @@ func TestRunLogsAndFlushesAFatalError(t *testing.T) {
 
 // TestVariablesAreSpelledOneWay checks that every PLANTSTORE_ variable
 // the commands, examples, scripts and documents mention is one the binary
-// reads, so that no program spells one differently.
+// reads, or one of the tests' and scripts' PLANTSTORE_TEST_ ones, which it
+// ignores by that prefix, so that no program spells one differently.
 func TestVariablesAreSpelledOneWay(t *testing.T) {
 	t.Parallel()
 	known := map[string]bool{}
-	for v := range projectVariables {
+	for _, v := range secretVariables {
 		known[v] = true
 	}
 	o, _ := parseFlags(nil, func(string) string { return "" })
@@ -385,7 +373,7 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 		}
 		checked++
 		for _, v := range variable.FindAllString(string(b), -1) {
-			if !known[v] {
+			if !known[v] && v != envPrefix+"TEST" && !strings.HasPrefix(v, envPrefix+"TEST_") {
 				t.Errorf("%s mentions %s, which nothing reads", path, v)
 			}
 		}
@@ -399,49 +387,51 @@ func TestVariablesAreSpelledOneWay(t *testing.T) {
 	}
 }
 
-// TestSystemdUnitSettings checks that the variables deploy/plantstore.service
-// sets are ones the binary reads, with values it accepts.
-func TestSystemdUnitSettings(t *testing.T) {
+// TestUnknownVariables checks that a misspelt PLANTSTORE_ variable is named
+// with the one it is closest to, and that the variables plantstore reads,
+// other programs' and the test suite's are not.
+func TestUnknownVariables(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../deploy/plantstore.service")
+	o, err := parseFlags(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	credentials := t.TempDir() // what systemd substitutes for %d
-	env := map[string]string{}
-	for line := range strings.Lines(string(b)) {
-		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "Environment="); ok {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = strings.ReplaceAll(v, "%d", credentials)
-		}
+	// The misspelt names are made, so that no file spells them out
+	// (TestVariablesAreSpelledOneWay).
+	p := envPrefix
+	got := unknownVariables([]string{
+		p + "TOKEN=s3cret", p + "TOKENS=s3cret", p + "LOGLEVEL=debug",
+		p + "DB=memory", p + "TEST_POSTGRES_DSN=x", p + "COLOUR=green", "HOME=/root",
+	}, o.fs)
+	want := []string{
+		p + "TOKEN is not a variable plantstore reads; did you mean " + p + "TOKENS?",
+		p + "LOGLEVEL is not a variable plantstore reads; did you mean " + p + "LOG_LEVEL?",
+		p + "COLOUR is not a variable plantstore reads",
 	}
-	if len(env) == 0 {
-		t.Fatal("the unit sets no variable")
-	}
-	o, err := parseFlags(nil, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatalf("the unit's settings do not parse: %v", err)
-	}
-	for k := range env {
-		if !slices.Contains(slices.Collect(maps.Values(o.fromEnv)), k) {
-			t.Errorf("the unit sets %s, which sets no flag", k)
-		}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// TestFlagsDocumented checks that docs/operations.md's table of flags has
-// a row for every flag the binary defines.
-func TestFlagsDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	o, _ := parseFlags(nil, func(string) string { return "" })
-	o.fs.VisitAll(func(f *flag.Flag) {
-		row := "\n| `-" + f.Name
-		if !strings.Contains(doc, row+"`") && !strings.Contains(doc, row+" ") {
-			t.Errorf("docs/operations.md has no row for -%s in its table of flags", f.Name)
+// TestWebhookSecretWithoutWebhook checks that a webhook secret file with no
+// -webhook to sign for is refused as a flag error, whether the file comes
+// from the command line or from its variable, rather than read and unused.
+func TestWebhookSecretWithoutWebhook(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"-db", "memory", "-webhook-secret-file", "/dev/null"}, nil},
+		{[]string{"-db", "memory"}, map[string]string{"PLANTSTORE_WEBHOOK_SECRET_FILE": "/dev/null"}},
+	} {
+		_, err := parseFlags(c.args, func(k string) string { return c.env[k] })
+		fe, ok := errors.AsType[*flagError](err)
+		if !ok || fe.Flag != "webhook-secret-file" || !strings.Contains(err.Error(), "needs -webhook") {
+			t.Errorf("parseFlags(%q, %v) = %v, want a *flagError for -webhook-secret-file saying it needs -webhook", c.args, c.env, err)
 		}
-	})
+	}
+	if _, err := parseFlags([]string{"-db", "memory", "-webhook-secret-file", "/dev/null", "-webhook", "http://127.0.0.1:1/hook"}, func(string) string { return "" }); err != nil {
+		t.Errorf("parseFlags with -webhook too = %v, want nil", err)
+	}
 }

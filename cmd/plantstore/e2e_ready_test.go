@@ -140,7 +140,7 @@ func TestDiskFullReadiness(t *testing.T) {
 // server reached through a fault proxy.
 func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 	t.Helper()
-	dsn, err := url.Parse(postgresDSN(t))
+	dsn, err := url.Parse(testkit.PostgresDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,44 +154,6 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 	q.Set("connect_timeout", "2")
 	dsn.RawQuery = q.Encode()
 	return dsn.String(), proxy
-}
-
-// TestReadyzOnStalledDatabase stalls every byte between the binary and
-// PostgreSQL: GET /readyz still answers, 503, within a client timeout a
-// third of -db-timeout, and 200 once the network resumes.
-func TestReadyzOnStalledDatabase(t *testing.T) {
-	t.Parallel()
-	dsn, proxy := proxiedPostgres(t)
-	const readyTimeout = 500 * time.Millisecond
-	p := startProcess(t, "-db", dsn, "-log-level", "error", "-ready-timeout", readyTimeout.String(), "-db-timeout", "30s")
-	// A client timeout far above -ready-timeout, so that a busy machine
-	// does not fail the test, and far below -db-timeout, so that an answer
-	// shows the readiness check gave up, not the database call.
-	bound := 10 * time.Second
-	if code, err := readyzCode(p.URL, bound); err != nil || code != 0 {
-		t.Fatalf("GET /readyz before the stall = error %d, %v, want 200", code, err)
-	}
-	proxy.Stall()
-	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 503 with the database stalled", func() bool {
-		code, err := readyzCode(p.URL, bound)
-		if err != nil {
-			t.Fatalf("GET /readyz with the database stalled: no answer: %v", err)
-		}
-		return code == 503
-	})
-	for range 5 {
-		if code, err := readyzCode(p.URL, bound); err != nil || code != 503 {
-			t.Errorf("GET /readyz with the database stalled = error %d, %v, want error 503", code, err)
-		}
-	}
-	if status, body := get(t, p.URL, "/healthz"); status != 200 {
-		t.Errorf("GET /healthz with the database stalled = %d %s, want 200", status, body)
-	}
-	proxy.Resume()
-	testkit.WaitUntil(t, time.Minute, "GET /readyz to answer 200 after the stall", func() bool {
-		code, err := readyzCode(p.URL, bound)
-		return err == nil && code == 0
-	})
 }
 
 // TestOutageLogIsBounded cuts the binary off PostgreSQL under a burst of
@@ -332,4 +294,45 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
 		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
+}
+
+// TestSQLiteStoppedWriterMakesUnready holds SQLite's write lock on the
+// binary's file from another connection, as another process stopped in
+// the middle of a write transaction would: SQLite lets one writer at a
+// time have the file, so the binary's creates answer error 503 and its
+// GET /readyz answers 503 too, until the lock is let go; then both answer
+// 200 again.
+func TestSQLiteStoppedWriterMakesUnready(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "plants.db")
+	p := startProcess(t, "-db", path, "-log-level", "warn", "-db-timeout", "1s", "-ready-timeout", "1s")
+	if status, code, err := create(p.URL, 1, "before"); err != nil || status != 200 {
+		t.Fatalf("create before the lock = %d (error %d), %v, want 200", status, code, err)
+	}
+	db := openSQLiteFile(t, path)
+	held, err := db.Begin() // BEGIN IMMEDIATE: the DSN says so
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.Exec(`INSERT INTO plants (id, name) VALUES (1000, 'held')`); err != nil {
+		t.Fatal(err)
+	}
+	if status, code, err := create(p.URL, 2, "during"); err != nil || code != 503 {
+		t.Errorf("create while another process holds the write lock = %d (error %d), %v, want error 503", status, code, err)
+	}
+	if code, err := readyzCode(p.URL, 10*time.Second); err != nil || code != 503 {
+		t.Errorf("GET /readyz while another process holds the write lock = error %d, %v, want 503", code, err)
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// A check that ended as the lock was let go answers for its interval.
+	testkit.WaitUntil(t, 10*time.Second, "GET /readyz to answer 200 once the lock is let go", func() bool {
+		code, err := readyzCode(p.URL, 10*time.Second)
+		return err == nil && code == 0
+	})
+	if status, code, err := create(p.URL, 3, "after"); err != nil || status != 200 {
+		t.Errorf("create once the lock is let go = %d (error %d), %v, want 200", status, code, err)
+	}
 }

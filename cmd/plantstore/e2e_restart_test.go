@@ -54,7 +54,7 @@ func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
 	}))
 	t.Cleanup(subscriber.Close)
 
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	env := testkit.Env("PLANTSTORE_TOKENS=tok", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	args := []string{"-addr", addr, "-db", filepath.Join(t.TempDir(), "plants.db"), "-webhook", subscriber.URL + "/hook", "-webhook-lease", "1h"}
 	first := testkit.Start(t, binary(t), env, args...)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/rand"
+	"context"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
 // binary builds the plantstore command once per test run.
@@ -52,42 +51,15 @@ var client = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 128},
 }
 
-// create posts a plant and returns the status and the Error code (0 for
-// a 200), or an error when no complete response arrived.
+// create posts a plant with procToken; see [testkit.Create].
 func create(url string, id int64, name string) (status, code int, err error) {
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":%q}`, id, name)))
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+procToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.StatusCode == http.StatusOK {
-		var p struct{ Name string }
-		if err := json.Unmarshal(body, &p); err != nil || p.Name != name {
-			return 0, 0, fmt.Errorf("200 with body %q", body)
-		}
-		return 200, 0, nil
-	}
-	var e struct{ Error int }
-	if err := json.Unmarshal(body, &e); err != nil {
-		return 0, 0, fmt.Errorf("%d with body %q", resp.StatusCode, body)
-	}
-	return resp.StatusCode, e.Error, nil
+	return testkit.Create(context.Background(), client, url, procToken, id, name)
 }
 
 // listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
-	return testkit.ListAll(t, client, url, procToken)
+	return testkit.Plants(t, client, url, procToken)
 }
 
 // TestKilledProcessKeepsAcknowledgedPlants sends thousands of concurrent
@@ -146,71 +118,6 @@ func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
 	t.Logf("%d creates acknowledged before SIGKILL, all kept (%d stored)", len(acked), len(stored))
 	if status, _, err := create(p2.URL, 1_000_000, "after restart"); err != nil || status != 200 {
 		t.Errorf("create after restart = %d, %v, want 200", status, err)
-	}
-}
-
-// postgresDSN returns a DSN for a fresh schema on the test PostgreSQL
-// server, or skips the test when PLANTSTORE_TEST_POSTGRES_DSN is unset.
-func postgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "plantstore_cmd_" + hex.EncodeToString(b)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("PostgreSQL at PLANTSTORE_TEST_POSTGRES_DSN is not usable: %v", err)
-	}
-	t.Cleanup(func() {
-		db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
-
-// TestTwoProcessesOnOnePostgres races creates of one id across two
-// plantstore processes sharing a PostgreSQL database.
-func TestTwoProcessesOnOnePostgres(t *testing.T) {
-	t.Parallel()
-	dsn := postgresDSN(t)
-	a := startProcess(t, "-db", dsn, "-log-level", "warn")
-	b := startProcess(t, "-db", dsn, "-log-level", "warn")
-	for round := range 10 {
-		id := int64(round)
-		var wg sync.WaitGroup
-		var ok, conflict, other atomic.Int64
-		for i := range 32 {
-			url := a.URL
-			if i%2 == 1 {
-				url = b.URL
-			}
-			wg.Go(func() {
-				status, code, err := create(url, id, fmt.Sprint("racer-", i))
-				switch {
-				case err == nil && status == 200:
-					ok.Add(1)
-				case err == nil && code == 409:
-					conflict.Add(1)
-				default:
-					t.Errorf("create: status %d code %d err %v", status, code, err)
-					other.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if ok.Load() != 1 || conflict.Load() != 31 {
-			t.Fatalf("id %d: %d creates won and %d conflicted across two processes, want exactly 1 and 31", id, ok.Load(), conflict.Load())
-		}
 	}
 }
 
@@ -292,7 +199,7 @@ func isConnError(err error) bool {
 // requests, and stops it with SIGTERM.
 func TestProcessConfiguredByEnvironment(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	p := testkit.Start(t, binary(t), testkit.Env(
 		"PLANTSTORE_ADDR="+addr, "PLANTSTORE_DB=memory", "PLANTSTORE_TOKENS=env-token",
 		"PLANTSTORE_LOG_FORMAT=json", "PLANTSTORE_CONVENTIONAL_STATUS=true"))
@@ -387,10 +294,20 @@ func TestProcessUsageErrors(t *testing.T) {
 		{"unknown flag", nil, []string{"-bogus"}, 2, "plantstore: flag provided but not defined: -bogus; see plantstore -h\n"},
 		{"bad variable", []string{"PLANTSTORE_MAX_BODY=lots"}, nil, 1, "plantstore: invalid value \"lots\" in PLANTSTORE_MAX_BODY (the variable of -max-body): parse error\n"},
 		{"help", nil, []string{"-h"}, 0, ""},
+		// A flag given without the one it needs, as a command line that
+		// does not parse.
+		{"certificate without key", nil, []string{"-tls-cert", "cert.pem"}, 2,
+			"plantstore: -tls-cert: needs -tls-key, the file of its private key; see plantstore -h\n"},
+		{"key without certificate", []string{"PLANTSTORE_TLS_KEY=key.pem"}, nil, 2,
+			"plantstore: PLANTSTORE_TLS_KEY: needs -tls-cert, the file of its certificate; see plantstore -h\n"},
+		{"pprof without metrics address", nil, []string{"-pprof"}, 2,
+			"plantstore: -pprof: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
+		{"pprof from the environment", []string{"PLANTSTORE_PPROF=true"}, nil, 2,
+			"plantstore: PLANTSTORE_PPROF: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), tt.args...)
+			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), append([]string{"-db", "memory"}, tt.args...)...)
 			status := 0
 			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 				status = ee.ExitCode()
@@ -405,4 +322,26 @@ func TestProcessUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSQLiteFile opens the SQLite file at path, which a binary under
+// test uses, as another process would; it is closed in t.Cleanup.
+func openSQLiteFile(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// outboxRows returns the events and the deliveries left in the outbox of
+// the database at dsn.
+func outboxRows(t *testing.T, db *sql.DB) (events, deliveries int) {
+	t.Helper()
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries)`).Scan(&events, &deliveries); err != nil {
+		t.Fatalf("read the outbox: %v", err)
+	}
+	return events, deliveries
 }

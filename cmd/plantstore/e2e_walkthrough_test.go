@@ -87,7 +87,7 @@ func TestCurlWalkthrough(t *testing.T) {
 		}
 	}
 	steps := readmeSteps(t)
-	dir, addr := t.TempDir(), freeAddr(t)
+	dir, addr := t.TempDir(), testkit.FreeAddr(t)
 	const marker = "@@step-done@@"
 	script := "trap 'kill $PID 2>/dev/null' EXIT\n"
 	for _, s := range steps {

@@ -10,37 +10,18 @@ import (
 // environ returns the process's environment, for unknownVariables.
 var environ = os.Environ
 
-// projectVariables are the PLANTSTORE_ variables that set no flag: the
-// binary's secrets, and those of the project's scripts and tests, which
-// the binary ignores without a word.
-var projectVariables = map[string]string{
-	"PLANTSTORE_TOKENS":               "accepted tokens (cmd/plantstore, cmd/plantload, examples)",
-	"PLANTSTORE_WEBHOOK_SECRET":       "the webhook signing secret",
-	"PLANTSTORE_TEST_POSTGRES_DSN":    "the PostgreSQL server of the tests",
-	"PLANTSTORE_TEST_LONG":            "tests: 1 runs the long scenarios too (CI)",
-	"PLANTSTORE_BIN":                  "scripts/loopback-bench.sh: the server binary to measure",
-	"PLANTSTORE_ARGS":                 "scripts/loopback-bench.sh: its arguments",
-	"PLANTSTORE_REQUIRE_OPENAPI_LINT": "tests: fail TestOpenAPILint instead of skipping it (CI)",
-	"PLANTSTORE_ROBUSTNESS_DURATION":  "tests: how long each linearizability run lasts",
-	"PLANTSTORE_ROBUSTNESS_OUT":       "tests: where a failed linearizability check writes its visualization",
-	"PLANTSTORE_KEEP_FLEET":           "deploy's fleet test: keep the fleet's files",
-	"PLANTSTORE_KEEP_PATRONI":         "deploy's Patroni test: keep its directory and logs",
-	"PLANTSTORE_DB_PASSWORD":          "deploy/patroni's templates: the plantstore role's password",
-	"PLANTSTORE_TEST_PG_BINDIR":       "tests: where internal/pgtest finds PostgreSQL's programs",
-	"PLANTSTORE_ARTIFACTS":            "tests: where apidocs' browser test leaves its screenshot of /docs",
-}
+// secretVariables are the PLANTSTORE_ variables that set no flag: the
+// binary's secrets, read from the environment only.
+var secretVariables = []string{"PLANTSTORE_TOKENS", "PLANTSTORE_WEBHOOK_SECRET"}
 
 // unknownVariables returns a warning for each variable in env that begins
 // with envPrefix and that plantstore does not read, such as the prefix and
 // TOKEN where TOKENS was meant, naming the variable it is closest to, so
 // that a misspelt setting is not silently ignored. Those that go on with
-// TEST_ are the test suite's and are left alone.
+// TEST_ belong to the tests and scripts and are left alone, by that rule
+// rather than a list.
 func unknownVariables(env []string, fs *flag.FlagSet) []string {
-	var known []string
-	for name := range projectVariables {
-		known = append(known, name)
-	}
-	slices.Sort(known)
+	known := slices.Clone(secretVariables)
 	fs.VisitAll(func(f *flag.Flag) {
 		if !noEnv[f.Name] {
 			known = append(known, envName(f.Name))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -51,21 +50,11 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 	go func() {
 		errc <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if u, ok := strings.CutPrefix(line, "listening on "); ok {
-				var once sync.Once
-				var runErr error
-				stop = func() error {
-					once.Do(func() {
-						cancel()
-						runErr = <-errc
-					})
-					return runErr
-				}
-				t.Cleanup(func() { stop() })
-				return u, stdout, stderr, stop
+	testkit.WaitUntil(t, 30*time.Second, "run to print its address", func() bool {
+		for line := range strings.Lines(stdout.String()) {
+			if u, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "listening on "); ok {
+				url = u
+				return true
 			}
 		}
 		select {
@@ -74,29 +63,30 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 			t.Fatalf("run returned before listening: %v\nstderr: %s", err, stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
+		return false
+	})
+	t.Cleanup(cancel) // should WaitUntil fail, run stops
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
 			cancel()
-			t.Fatalf("run did not print its address; stdout: %s", stdout)
-		}
-		time.Sleep(5 * time.Millisecond)
+			runErr = <-errc
+		})
+		return runErr
 	}
+	t.Cleanup(func() { stop() })
+	return url, stdout, stderr, stop
 }
 
+// post sends body as a create with token; see [testkit.Post].
 func post(t *testing.T, url, token, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url+"/plants", strings.NewReader(body))
+	status, _, answer, err := testkit.Post(context.Background(), http.DefaultClient, url, token, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return status, string(answer)
 }
 
 func TestRunServesOverLoopback(t *testing.T) {
@@ -123,6 +113,18 @@ func TestRunServesOverLoopback(t *testing.T) {
 	}
 	if !strings.Contains(logs, "path=/plants") || !strings.Contains(logs, "error=409") {
 		t.Errorf("the access log lacks a line per request with path and error code:\n%s", logs)
+	}
+}
+
+// TestConventionalStatusFlag checks that -conventional-status reaches the
+// handler: a conflict is answered 409 rather than the contract's 400.
+func TestConventionalStatusFlag(t *testing.T) {
+	t.Parallel()
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-conventional-status"},
+		map[string]string{"PLANTSTORE_TOKENS": "tok"})
+	post(t, url, "tok", `{"id":1,"name":"x"}`)
+	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 409 || !strings.Contains(body, `"error":409`) {
+		t.Errorf("conflicting create with -conventional-status = %d %s, want 409 with error 409", status, body)
 	}
 }
 
@@ -294,42 +296,25 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestDocsFlag checks that the binary serves the API's reference at /docs,
-// without a token and with its Content-Security-Policy, and that -docs=false
-// or PLANTSTORE_DOCS=false leave /docs error 404.
+// TestDocsFlag checks that the binary serves the API's reference at /docs
+// without a token, and that -docs=false leaves /docs error 404. The page
+// and its Content-Security-Policy are apidocs' tests'; a variable setting
+// a flag, and a flag beating it, TestFlagsFromEnvironment's.
 func TestDocsFlag(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want bool
-	}{
-		{"by default", nil, nil, true},
-		{"-docs=false", []string{"-docs=false"}, nil, false},
-		{"PLANTSTORE_DOCS=false", nil, map[string]string{"PLANTSTORE_DOCS": "false"}, false},
-		{"-docs beats PLANTSTORE_DOCS", []string{"-docs"}, map[string]string{"PLANTSTORE_DOCS": "false"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{"PLANTSTORE_TOKENS": "tok"}
-			maps.Copy(env, tt.env)
-			url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0", "-db", "memory"}, tt.args...), env)
-			resp, err := http.Get(url + "/docs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			csp := resp.Header.Get("Content-Security-Policy")
-			if tt.want {
-				if resp.StatusCode != 200 || !strings.Contains(string(body), "Plant Store API reference") || !strings.Contains(csp, "default-src 'none'") {
-					t.Errorf("GET /docs without a token = %d, CSP %q, %d bytes; want 200, the page and its policy", resp.StatusCode, csp, len(body))
-				}
-				return
-			}
-			if resp.StatusCode != 400 || !strings.Contains(string(body), `"error":404`) || csp != "" {
-				t.Errorf("GET /docs = %d %s, CSP %q; want the Error 404", resp.StatusCode, body, csp)
-			}
-		})
+	for _, docs := range []bool{true, false} {
+		url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-docs=" + strconv.FormatBool(docs)},
+			map[string]string{"PLANTSTORE_TOKENS": "tok"})
+		resp, err := http.Get(url + "/docs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if served := resp.StatusCode == 200 && strings.Contains(string(body), "Plant Store API reference"); served != docs {
+			t.Errorf("-docs=%v: GET /docs without a token = %d, %d bytes; want the page served %v", docs, resp.StatusCode, len(body), docs)
+		}
+		if !docs && !strings.Contains(string(body), `"error":404`) {
+			t.Errorf("-docs=false: GET /docs = %s, want the Error 404", body)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
-	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -143,6 +142,10 @@ func nobodyDir(t *testing.T, perm os.FileMode) string {
 	return dir
 }
 
+// TestStartupRefusesForeignFilesUnchanged starts the binary on another
+// application's SQLite file: it exits with status 1, logs run's error, and
+// leaves the file as it was. The kinds of foreign file are sqlstore's
+// TestPrepareSQLiteFileRefusesForeignFilesUnchanged.
 func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -152,21 +155,6 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 		{"SQLite with its own plants table", func(t *testing.T, path string) {
 			writeSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
 				`INSERT INTO plants VALUES (1, 'fern')`)
-		}},
-		{"SQLite with customers", func(t *testing.T, path string) {
-			writeSQLite(t, path, `CREATE TABLE customers (a)`)
-		}},
-		{"text file", func(t *testing.T, path string) {
-			if err := os.WriteFile(path, []byte("name,tag\nfern,green\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"binary file", func(t *testing.T, path string) {
-			b := make([]byte, 8192)
-			rand.Read(b)
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
 		}},
 	}
 	for _, tt := range tests {
@@ -201,36 +189,22 @@ func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 	}
 }
 
-// TestStartupFailsOnUnusableSQLitePaths checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
+// TestStartupFailsOnUnusableSQLitePaths starts the binary as user nobody
+// on SQLite paths it may not write, which root, who runs the tests, could:
+// it exits with status 1 and a line naming the path and the system's
+// reason, and changes nothing. Paths that fail for anyone are sqlstore's
+// TestPrepareSQLiteFilePathErrors.
 func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		// setup prepares dir and returns the -db path. When nobody is
-		// set, dir has mode dirPerm and the binary runs as nobody.
+		// setup prepares dir, of mode dirPerm, and returns the -db path.
 		setup   func(t *testing.T, dir string) string
-		nobody  bool
 		dirPerm os.FileMode
 		// wantErr is the operating system's reason: stderr must say it,
 		// and run's error must wrap it.
 		wantErr syscall.Errno
 	}{
-		{
-			name:    "missing directory",
-			setup:   func(t *testing.T, dir string) string { return filepath.Join(dir, "missing", "p.db") },
-			wantErr: syscall.ENOENT,
-		},
-		{
-			name: "path is a directory",
-			setup: func(t *testing.T, dir string) string {
-				path := filepath.Join(dir, "p.db")
-				if err := os.Mkdir(path, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				return path
-			},
-			wantErr: syscall.EISDIR,
-		},
 		{
 			// SQLite would open it read-only, and every write would fail.
 			name: "read-only file",
@@ -242,7 +216,6 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 				}
 				return path
 			},
-			nobody:  true,
 			dirPerm: 0o777, // SQLite could create -wal and -shm here
 			wantErr: syscall.EACCES,
 		},
@@ -256,28 +229,23 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 				}
 				return path
 			},
-			nobody:  true,
 			dirPerm: 0o755,
 			wantErr: syscall.EACCES,
 		},
 		{
 			name:    "read-only directory, no database yet",
 			setup:   func(t *testing.T, dir string) string { return filepath.Join(dir, "p.db") },
-			nobody:  true,
 			dirPerm: 0o755,
 			wantErr: syscall.EACCES,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tt.nobody {
-				dir = nobodyDir(t, tt.dirPerm)
-			}
+			dir := nobodyDir(t, tt.dirPerm)
 			path := tt.setup(t, dir)
 			before := dirtest.Snapshot(t, dir)
 
-			o := runBinary(t, tt.nobody, "-db", path)
+			o := runBinary(t, true, "-db", path)
 			if o.listening || o.code != 1 {
 				t.Fatalf("plantstore: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
 			}
@@ -298,14 +266,6 @@ func TestStartupFailsOnUnusableSQLitePaths(t *testing.T) {
 				t.Errorf("files changed by a failed start (-want +got):\n%s", diff)
 			}
 
-			if tt.nobody {
-				return // run in-process would run as root
-			}
-			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
-			var pe *fs.PathError
-			if !errors.Is(err, tt.wantErr) || !errors.As(err, &pe) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("run = %v, want an *fs.PathError wrapping %v, and not ErrUnavailable", err, tt.wantErr)
-			}
 		})
 	}
 }
@@ -418,4 +378,39 @@ func checkLockTimeout(t *testing.T, base, dsn string, stderr *testkit.Buffer) {
 	testkit.WaitUntil(t, 10*time.Second, "the log to show PostgreSQL's lock timeout (55P03)", func() bool {
 		return strings.Contains(stderr.String(), "55P03")
 	})
+}
+
+// TestMultiHostDSN runs the server on a PostgreSQL URL listing two hosts,
+// the first of which refuses connections: it serves from the second, and
+// logs both hosts but not the password.
+func TestMultiHostDSN(t *testing.T) {
+	t.Parallel()
+	dsn := testkit.PostgresDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := testkit.FreeAddr(t) + "," + u.Host
+	multi := strings.Replace(dsn, "://"+u.User.String()+"@"+u.Host, "://"+u.User.Username()+":s3cret@"+hosts, 1) +
+		"&target_session_attrs=read-write"
+	if !strings.Contains(multi, hosts) {
+		t.Fatalf("could not put two hosts into %s", dsn)
+	}
+	if kind, where, err := parseDB(multi); kind != postgresStorage || where != multi || err != nil {
+		t.Fatalf("parseDB(%q) = %v, %q, %v; want PostgreSQL", multi, kind, where, err)
+	}
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", multi}, map[string]string{"PLANTSTORE_TOKENS": "t"})
+	if status, body := post(t, url, "t", `{"id":1,"name":"two hosts"}`); status != 200 {
+		t.Errorf("create = %d %s, want 200", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, ":xxxxx@"+hosts+"/") {
+		t.Errorf("the log does not name both hosts with the password hidden:\n%s", logs)
+	}
+	if strings.Contains(logs, "s3cret") {
+		t.Errorf("the log holds the password:\n%s", logs)
+	}
 }

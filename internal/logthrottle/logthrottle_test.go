@@ -2,6 +2,7 @@ package logthrottle_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/logthrottle"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // recorder keeps the records handed to it.
@@ -80,20 +82,17 @@ func TestSummaryCountsEveryRecord(t *testing.T) {
 	// Once the burst ends, its summary comes from a timer: wait for the
 	// count of lines passed and records summarised to reach n.
 	var got []line
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("lines accounting for %d records", n), func() bool {
 		got = rec.lines()
 		total := 0
 		for _, g := range got {
 			total += max(g.Repeated, 1)
 		}
-		if total == n {
-			break
-		}
-		if total > n || time.Now().After(deadline) {
+		if total > n {
 			t.Fatalf("lines account for %d records, want %d: %+v", total, n, got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return total == n
+	})
 	if got[0] != (line{Msg: "storage unavailable"}) {
 		t.Errorf("first line = %+v, want the first record as it is", got[0])
 	}

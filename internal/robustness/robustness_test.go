@@ -35,16 +35,16 @@ const (
 )
 
 // runDuration returns how long a target sends operations:
-// PLANTSTORE_ROBUSTNESS_DURATION when set, short otherwise.
+// PLANTSTORE_TEST_ROBUSTNESS_DURATION when set, short otherwise.
 func runDuration(t *testing.T, short time.Duration) time.Duration {
 	t.Helper()
-	s := os.Getenv("PLANTSTORE_ROBUSTNESS_DURATION")
+	s := os.Getenv("PLANTSTORE_TEST_ROBUSTNESS_DURATION")
 	if s == "" {
 		return short
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		t.Fatalf("PLANTSTORE_ROBUSTNESS_DURATION=%q: want a positive duration such as 2m", s)
+		t.Fatalf("PLANTSTORE_TEST_ROBUSTNESS_DURATION=%q: want a positive duration such as 2m", s)
 	}
 	return d
 }
@@ -204,10 +204,10 @@ func randomInput(rng *rand.Rand, client, seq int, now int64) Input {
 }
 
 // outDir returns where a failed run's visualization goes:
-// PLANTSTORE_ROBUSTNESS_OUT, or the system's temporary directory, which
+// PLANTSTORE_TEST_ROBUSTNESS_OUT, or the system's temporary directory, which
 // outlives the test.
 func outDir() string {
-	if d := os.Getenv("PLANTSTORE_ROBUSTNESS_OUT"); d != "" {
+	if d := os.Getenv("PLANTSTORE_TEST_ROBUSTNESS_OUT"); d != "" {
 		return d
 	}
 	return os.TempDir()

@@ -2,9 +2,11 @@
 // builds a command or an example, starts it as a process and stops it, for
 // tests that talk to the real program over loopback (Build, Start, Run);
 // it waits for a condition with a deadline rather than a fixed sleep
-// (WaitUntil); it reads every plant a server holds (ListAll); and it
-// marks the long scenarios, which run with PLANTSTORE_TEST_LONG=1 (Long),
-// and runs a package's tests more at a time than GOMAXPROCS (Main).
+// (WaitUntil); it creates a plant and reads every plant a server holds
+// (Create, Plants); it makes TLS certificates (CA); it reads the
+// process's CPU time for benchmarks (ProcessCPU); and it marks the long
+// scenarios, which run with PLANTSTORE_TEST_LONG=1 (Long), and runs a
+// package's tests more at a time than GOMAXPROCS (Main).
 package testkit
 
 import (

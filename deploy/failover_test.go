@@ -1,12 +1,11 @@
-package main
+package deploy_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,41 +14,6 @@ import (
 	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-// TestMultiHostDSN runs the server on a PostgreSQL URL listing two hosts,
-// the first of which refuses connections: it serves from the second, and
-// logs both hosts but not the password.
-func TestMultiHostDSN(t *testing.T) {
-	t.Parallel()
-	dsn := postgresDSN(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts := freeAddr(t) + "," + u.Host
-	multi := strings.Replace(dsn, "://"+u.User.String()+"@"+u.Host, "://"+u.User.Username()+":s3cret@"+hosts, 1) +
-		"&target_session_attrs=read-write"
-	if !strings.Contains(multi, hosts) {
-		t.Fatalf("could not put two hosts into %s", dsn)
-	}
-	if kind, where, err := parseDB(multi); kind != postgresStorage || where != multi || err != nil {
-		t.Fatalf("parseDB(%q) = %v, %q, %v; want PostgreSQL", multi, kind, where, err)
-	}
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", multi}, map[string]string{"PLANTSTORE_TOKENS": "t"})
-	if status, body := post(t, url, "t", `{"id":1,"name":"two hosts"}`); status != 200 {
-		t.Errorf("create = %d %s, want 200", status, body)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	logs := stderr.String()
-	if !strings.Contains(logs, ":xxxxx@"+hosts+"/") {
-		t.Errorf("the log does not name both hosts with the password hidden:\n%s", logs)
-	}
-	if strings.Contains(logs, "s3cret") {
-		t.Errorf("the log holds the password:\n%s", logs)
-	}
-}
 
 // A failoverOutcome is one create sent during TestFailover.
 type failoverOutcome struct {
@@ -80,16 +44,12 @@ type readiness struct {
 func TestFailover(t *testing.T) {
 	t.Parallel()
 	testkit.Long(t, "fails a PostgreSQL primary over to its standby under load")
-	binary(t)
 	primary := pgtest.Start(t)
 	standby := primary.StartStandby(t)
 	dsn := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
 		primary.Addr(), standby.Addr())
-	procs := []*testkit.Process{
-		startProcess(t, "-db", dsn, "-log-level", "warn"),
-		startProcess(t, "-db", dsn, "-log-level", "warn"),
-	}
-	t.Cleanup(client.CloseIdleConnections)
+	procs := startInstances(t, dsn, nil, 2, t.TempDir())
+	t.Cleanup(loadClient.CloseIdleConnections)
 
 	var (
 		mu       sync.Mutex
@@ -110,7 +70,7 @@ func TestFailover(t *testing.T) {
 				default:
 				}
 				o := failoverOutcome{id: nextID.Add(1), instance: w % len(procs), start: time.Now()}
-				o.status, o.code, o.err = create(procs[o.instance].URL, o.id, fmt.Sprint("plant-", o.id))
+				o.status, o.code, o.err = testkit.Create(context.Background(), loadClient, procs[o.instance].URL, token, o.id, fmt.Sprint("plant-", o.id))
 				o.end = time.Now()
 				if o.err == nil && o.status == 200 {
 					acked.Add(1)
@@ -127,9 +87,10 @@ func TestFailover(t *testing.T) {
 			for {
 				r := readiness{at: time.Now(), code: -1}
 				if resp, err := probe.Get(p.URL + "/readyz"); err == nil {
-					body, _ := io.ReadAll(resp.Body)
+					var e struct{ Error int }
+					json.NewDecoder(resp.Body).Decode(&e)
 					resp.Body.Close()
-					r.code = errorCode(body)
+					r.code = e.Error
 					if resp.StatusCode == 200 {
 						r.code = 0
 					}
@@ -196,7 +157,7 @@ func TestFailover(t *testing.T) {
 	for i, p := range procs {
 		select {
 		case <-p.Exited():
-			t.Fatalf("instance %d exited during the failover: %v\n%s", i, p.Err(), p.Stderr)
+			t.Fatalf("instance %d exited during the failover: %v", i, p.Err())
 		default:
 		}
 	}

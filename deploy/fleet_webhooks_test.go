@@ -1,0 +1,286 @@
+package deploy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/sqlstore"
+)
+
+// createSpread creates plants 1…n over the instances in turn, 16 at a
+// time, and fails the test unless each is acknowledged.
+func createSpread(t *testing.T, procs []*testkit.Process, n int) []int64 {
+	t.Helper()
+	var wg sync.WaitGroup
+	ids := make(chan int64)
+	for range 16 {
+		wg.Go(func() {
+			for id := range ids {
+				if code, _, raw := createPlant(procs[int(id)%len(procs)].URL, id); code != 200 {
+					t.Errorf("create %d: %s", id, raw)
+				}
+			}
+		})
+	}
+	var all []int64
+	for id := range int64(n) {
+		ids <- id + 1
+		all = append(all, id+1)
+	}
+	close(ids)
+	wg.Wait()
+	return all
+}
+
+// TestFleetDeliversEachWebhookOnce runs instances with one subscriber on
+// one database, three on a PostgreSQL database and two on a SQLite file,
+// and checks that creates spread over them reach the subscriber once
+// each: the instances share the outbox. (The library's
+// TestDispatchersShareOutbox and TestExpiredLeaseGoesToAnotherDispatcher
+// check the sharing and a lease left by a dead instance.)
+func TestFleetDeliversEachWebhookOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		instances int
+		open      func(t *testing.T) (string, *sql.DB)
+	}{
+		{"postgres", 3, newPostgresDatabase},
+		{"sqlite", 2, func(t *testing.T) (string, *sql.DB) {
+			path := filepath.Join(t.TempDir(), "plants.db")
+			db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return path, db
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dsn, db := tt.open(t)
+			recv := newHookReceiver(t)
+			procs := startInstances(t, dsn, recv, tt.instances, t.TempDir())
+			const n = 600
+			ids := createSpread(t, procs, n)
+			waitOutboxEmpty(t, db, 2*time.Minute)
+			dups, deliveries := recv.duplicates()
+			missing := recv.undelivered(ids)
+			t.Logf("%d instances, %d creates: %d deliveries, %d duplicates, %d undelivered", tt.instances, n, deliveries, dups, len(missing))
+			if len(missing) != 0 || dups != 0 {
+				t.Errorf("%d of %d plants undelivered (e.g. %v), %d duplicate deliveries; want none, none", len(missing), n, missing[:min(len(missing), 10)], dups)
+			}
+		})
+	}
+}
+
+// TestFleetRedeliversAfterKill SIGKILLs an instance while it holds claimed
+// deliveries that the subscriber has not answered, and checks that
+// another instance on the same database delivers every event once the
+// leases expire.
+func TestFleetRedeliversAfterKill(t *testing.T) {
+	t.Parallel()
+	dsn, db := newPostgresDatabase(t)
+	recv := newHookReceiver(t)
+	hold := make(chan struct{})
+	recv.hold = hold
+	const lease = 2 * time.Second
+	a := startInstances(t, dsn, recv, 1, t.TempDir(), "-webhook-lease", lease.String())[0]
+	const n = 50
+	ids := createSpread(t, []*testkit.Process{a}, n)
+	// a has claimed deliveries and sent some; the receiver holds them.
+	var leased int
+	testkit.WaitUntil(t, time.Minute, "a to hold leased deliveries in flight", func() bool {
+		recv.mu.Lock()
+		active := recv.active
+		recv.mu.Unlock()
+		err := db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE lease_us > $1`, time.Now().UnixMicro()).Scan(&leased)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return active > 0 && leased > 0
+	})
+	recv.mu.Lock()
+	inFlight := recv.active
+	recv.mu.Unlock()
+	a.Cmd.Process.Signal(syscall.SIGKILL)
+	<-a.Exited()
+	// The receiver lets go of a's requests as their connections close,
+	// without answering them; from then on it answers at once.
+	testkit.WaitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool {
+		recv.mu.Lock()
+		defer recv.mu.Unlock()
+		return recv.active == 0
+	})
+	recv.mu.Lock()
+	recv.hold = nil
+	recv.mu.Unlock()
+	close(hold)
+	if missing := recv.undelivered(ids); len(missing) != n {
+		t.Fatalf("%d plants delivered before the kill, want none: the receiver held every request", n-len(missing))
+	}
+
+	killed := time.Now()
+	startInstances(t, dsn, recv, 1, t.TempDir(), "-webhook-lease", lease.String())
+	testkit.WaitUntil(t, time.Minute, "b to deliver every event", func() bool { return len(recv.undelivered(ids)) == 0 })
+	after := time.Since(killed)
+	dups, _ := recv.duplicates()
+	t.Logf("SIGKILL with %d deliveries leased (%d in flight at the receiver), lease %v: the second instance delivered all %d events within %v of the kill; %d duplicates",
+		leased, inFlight, lease, n, after.Round(100*time.Millisecond), dups)
+	waitOutboxEmpty(t, db, time.Minute)
+}
+
+// TestFleetSurvivesAStoppedInstance runs three instances with webhooks on
+// one PostgreSQL database, all taking creates, and stops the first with
+// SIGSTOP for 10 s, three times, as a long pause, a frozen VM or a
+// debugger would. The two others must go on answering their creates
+// while it is stopped: no lock of the first, held across its pause, may
+// make them wait. Once it resumes, every create acknowledged by any of
+// them is stored and delivered.
+//
+// It is one piece: each step acts on what the steps before it left, on one set of processes.
+func TestFleetSurvivesAStoppedInstance(t *testing.T) {
+	testkit.Long(t, "stops an instance three times for 10 s")
+	dsn, db := newPostgresDatabase(t)
+	recv := newHookReceiver(t)
+	procs := startInstances(t, dsn, recv, 3, t.TempDir())
+	stopped := procs[0].Cmd.Process
+	t.Cleanup(func() { stopped.Signal(syscall.SIGCONT) })
+
+	const (
+		perInstance = 6
+		pause       = 10 * time.Second
+		pauses      = 3
+		// gap paces the creates of each worker of the running instances.
+		// The first instance's workers send theirs back to back, so that
+		// it is most likely in the middle of a transaction when stopped.
+		gap = 50 * time.Millisecond
+	)
+	// A sent is what one create got from one instance.
+	type sent struct {
+		instance int
+		id       int64
+		code     int // the Error's, 200, or 0 when no complete answer came
+		at       time.Time
+		took     time.Duration
+	}
+	var (
+		mu      sync.Mutex
+		answers []sent
+		nextID  atomic.Int64
+		wg      sync.WaitGroup
+		done    = make(chan struct{})
+	)
+	for i, p := range procs {
+		for range perInstance {
+			wg.Go(func() {
+				for {
+					wait := gap
+					if i == 0 {
+						wait = 0
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(wait):
+					}
+					id := nextID.Add(1)
+					start := time.Now()
+					status, code, err := testkit.Create(context.Background(), loadClient, p.URL, token, id, fmt.Sprint("plant-", id))
+					if status == 200 {
+						code = 200
+					} else if err != nil {
+						code = 0
+					}
+					mu.Lock()
+					answers = append(answers, sent{instance: i, id: id, code: code, at: start, took: time.Since(start)})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+
+	// The pauses are the scenario: the instance stays stopped for as long
+	// as a frozen VM would, whatever the others do meanwhile.
+	type window struct{ from, to time.Time }
+	var windows []window
+	time.Sleep(2 * time.Second)
+	for range pauses {
+		if err := stopped.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		w := window{from: time.Now()}
+		time.Sleep(pause)
+		w.to = time.Now()
+		if err := stopped.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		windows = append(windows, w)
+		time.Sleep(3 * time.Second)
+	}
+	close(done)
+	wg.Wait()
+
+	// The others' creates sent while the first was stopped, pause by
+	// pause: the workers wait for each answer, so a pause in which they
+	// waited sends few creates, and must not hide among those that did not.
+	var acked []int64
+	for _, a := range answers {
+		if a.code == 200 {
+			acked = append(acked, a.id)
+		}
+	}
+	var took []time.Duration
+	for k, w := range windows {
+		ok, n, codes := 0, 0, map[int]int{}
+		for _, a := range answers {
+			if a.instance == 0 || a.at.Before(w.from) || !a.at.Before(w.to) {
+				continue
+			}
+			n++
+			took = append(took, a.took)
+			if a.code == 200 {
+				ok++
+			} else {
+				codes[a.code]++
+			}
+		}
+		t.Logf("pause %d of %v: the two running instances answered %d of %d creates 200 (others: %s)", k+1, pause, ok, n, codeCounts(codes))
+		if n == 0 || ok*100 < n*99 {
+			t.Errorf("pause %d: the running instances answered %d of %d creates 200 while another was stopped, want at least 99 %%", k+1, ok, n)
+		}
+	}
+	slices.Sort(took)
+	if len(took) > 0 {
+		t.Logf("the running instances' creates while the first was stopped: p50 %v, p99 %v, max %v; %d creates acknowledged in all",
+			took[len(took)/2].Round(time.Millisecond), took[len(took)*99/100].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(acked))
+	}
+
+	waitOutboxEmpty(t, db, 2*time.Minute)
+	lost := checkStored(t, procs[1].URL, acked)
+	undelivered := recv.undelivered(acked)
+	dups, _ := recv.duplicates()
+	t.Logf("after the pauses: %d acknowledged creates lost, %d not delivered, %d duplicate deliveries", lost, len(undelivered), dups)
+	if len(undelivered) > 0 {
+		t.Errorf("%d acknowledged creates not delivered (e.g. %v), want none", len(undelivered), undelivered[:min(len(undelivered), 10)])
+	}
+	for _, p := range procs {
+		select {
+		case <-p.Exited():
+			t.Errorf("an instance exited: %v\n%s", p.Err(), p.Stderr)
+		default:
+		}
+	}
+}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package memstore_test
-
-import "time"
-
-// processCPU reports that the process's CPU time is not known here.
-func processCPU() (time.Duration, bool) { return 0, false }
