@@ -17,6 +17,7 @@ const (
 	DefaultMaxInFlight    = 1000
 	DefaultLease          = 30 * time.Second
 	DefaultStatsInterval  = 30 * time.Second
+	DefaultHeartbeat      = 10 * time.Second
 )
 
 // An Option configures the [Dispatcher] returned by [New]. A zero
@@ -33,7 +34,8 @@ type config struct {
 	concurrency    int
 	maxInFlight    int
 	lease          time.Duration
-	owner          string
+	instance       string
+	heartbeat      time.Duration
 	statsInterval  time.Duration
 	logger         *slog.Logger
 	hooks          Hooks
@@ -109,17 +111,43 @@ func WithLease(d time.Duration) Option {
 	return func(cfg *config) { cfg.lease = d }
 }
 
-// WithOwner names the Dispatcher in the leases it takes. A Dispatcher
-// that starts under the name of one that did not stop cleanly, such as
-// the same process restarted after a crash, takes back at once the
-// deliveries that one held, when the outbox is a
-// [plantstore.OutboxReleaser], instead of waiting for their leases; a
-// clean stop hands them back itself. Two running Dispatchers sharing an
-// outbox must never share a name: give each process its own, stable
-// across its restarts (cmd/plantstore uses its host name and address).
-// Default: a random name, new for every Dispatcher.
-func WithOwner(name string) Option {
-	return func(cfg *config) { cfg.owner = name }
+// WithInstance names the instance the Dispatcher runs for: a name that
+// stays the same across the restarts of one process, such as its host
+// name and address (cmd/plantstore's). Each run of the Dispatcher claims
+// under a lease owner of its own, the name followed by a random run id,
+// so that live Dispatchers never share an owner, however they are named:
+// two containers of one service with one host name, both listening on
+// [::]:8080, are two runs of one instance, each keeping its own leases.
+//
+// When the outbox is a [plantstore.OutboxRuns], a named Dispatcher keeps
+// a record of its run there, renewed every third of [WithHeartbeat]'s
+// time while it lives, and takes back the deliveries that earlier runs
+// of the same instance held once their records have expired: a process
+// restarted after a crash or kill -9 delivers what its previous run held
+// within that time of the crash, instead of waiting for the leases
+// ([WithLease]); a clean stop hands them back itself. The leases of a
+// run that still renews its record are never taken: a live twin keeps
+// its deliveries. Default: no instance, and a random owner, new for
+// every Dispatcher, whose leases only expire.
+func WithInstance(name string) Option {
+	return func(cfg *config) { cfg.instance = name }
+}
+
+// WithOwner is WithInstance, its former name.
+//
+// Deprecated: use [WithInstance]. The name no longer is the lease owner
+// itself: each run adds an id of its own.
+func WithOwner(name string) Option { return WithInstance(name) }
+
+// WithHeartbeat sets how long the record of a Dispatcher's run (see
+// [WithInstance]) outlives its last renewal, made every third of d: how
+// long after a crash a restart of the same instance takes back what the
+// crashed run held. A live run that cannot reach the outbox for longer
+// than d, or stalls that long, is taken for gone by a restart of its
+// instance, and the deliveries it is attempting may then be made twice,
+// as when a lease expires. Default [DefaultHeartbeat], 10s.
+func WithHeartbeat(d time.Duration) Option {
+	return func(cfg *config) { cfg.heartbeat = d }
 }
 
 // WithStatsInterval sets how often the outbox depth and the delivery rate

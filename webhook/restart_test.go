@@ -178,18 +178,42 @@ func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
 	return o.Outbox.Ack(ctx, sub, seqs)
 }
 
-// TestRestartTakesBackItsLeases kills a Dispatcher named by WithOwner while
-// it holds deliveries leased for an hour, and checks that a Dispatcher
-// started under the same name, as the same process restarted, delivers
-// them at once, and that one under another name is not given them.
+func (o *deadOutbox) Beat(ctx context.Context, instance, owner string, ttl time.Duration) (bool, error) {
+	if o.dead.Load() {
+		return false, errKilled
+	}
+	return o.Outbox.(plantstore.OutboxRuns).Beat(ctx, instance, owner, ttl)
+}
+
+func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int, int, error) {
+	if o.dead.Load() {
+		return 0, 0, errKilled
+	}
+	return o.Outbox.(plantstore.OutboxRuns).TakeBack(ctx, instance, owner)
+}
+
+func (o *deadOutbox) EndRun(ctx context.Context, owner string) error {
+	if o.dead.Load() {
+		return errKilled
+	}
+	return o.Outbox.(plantstore.OutboxRuns).EndRun(ctx, owner)
+}
+
+// TestRestartTakesBackItsLeases kills a Dispatcher of a named instance
+// (WithInstance) while it holds deliveries leased for an hour, and checks
+// that a Dispatcher started for the same instance, as the same process
+// restarted, delivers them once the killed run's record expires, a
+// second later, rather than after the hour, and that another process is
+// not given them.
 func TestRestartTakesBackItsLeases(t *testing.T) {
 	t.Parallel()
-	const n, owner = 20, "plantstore host-1 10.0.0.1:8080"
+	const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
 	rc, hold := newHoldingReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	dying := &deadOutbox{Outbox: s}
-	d1, _, stop1 := start(t, dying, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
+	d1, _, stop1 := start(t, dying, subs, webhook.WithInstance(instance), webhook.WithHeartbeat(time.Second),
+		webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
 	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
@@ -206,12 +230,12 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 		return err == nil && len(ds) == 0
 	})
 	dying.dead.Store(true)
-	stop1() // its hand-back fails: the leases stay with owner
+	stop1() // its hand-back fails: the leases stay with the killed run
 	hold.Store(false)
 
-	_, l, _ := start(t, s, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour))
+	_, l, _ := start(t, s, subs, webhook.WithInstance(instance), webhook.WithLease(time.Hour))
 	testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
-	if !strings.Contains(l.String(), "took back the deliveries this owner's last run held") {
+	if !strings.Contains(l.String(), "took back the deliveries this instance's previous run held") {
 		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
 	}
 	want := make([]int64, 0, n)
@@ -220,6 +244,61 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
 		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestLiveTwinKeepsItsLeases starts a second Dispatcher for the instance
+// of one that runs and holds every delivery, as two containers of one
+// service with one host name and address do, and checks that the second
+// never takes the first's deliveries: each is delivered once, by the
+// first. When both claimed under the instance's name, the second took
+// back the first's leases as a restart would, and delivered them again.
+func TestLiveTwinKeepsItsLeases(t *testing.T) {
+	t.Parallel()
+	const n, instance = 20, "plantstore twin [::]:8080"
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		select {
+		case <-release:
+			return http.StatusNoContent
+		case <-r.Context().Done():
+			return http.StatusServiceUnavailable
+		}
+	})
+	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
+	subs := []string{rc.url()}
+	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(2 * time.Second), webhook.WithLease(time.Hour),
+		webhook.WithConcurrency(4), webhook.WithAttemptTimeout(time.Minute)}
+	d1, l1, _ := start(t, s, subs, opts...)
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == 4
+	})
+	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
+		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
+		return err == nil && len(ds) == 0
+	})
+
+	_, l2, _ := start(t, s, subs, opts...)
+	// Once the first run has renewed its record for longer than a record
+	// lives, the second knows it for a live twin.
+	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to find the first alive", func() bool {
+		return strings.Contains(l2.String(), "other live runs share this instance's name")
+	})
+	close(release)
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
+	}
+	for _, l := range []*logs{l1, l2} {
+		if got := l.String(); strings.Contains(got, "took back") || strings.Contains(got, "taken for gone") {
+			t.Errorf("a live run's deliveries were taken back:\n%s", got)
+		}
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 // SIGKILL while its subscriber holds deliveries leased for an hour, starts
 // it again on the same address, and checks that every plant is delivered
 // within the test's minute: the restarted process takes back the leases of
-// its last run (its name is its host and address) instead of waiting out
-// -webhook-lease.
+// its previous run (its instance is named by its host and address) once
+// that run's record expires, seconds after the kill, instead of waiting
+// out -webhook-lease.
 func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the binary twice")
@@ -77,7 +78,7 @@ func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
 		return len(delivered) == n
 	})
 	second.Stop(t)
-	if got := second.Stderr.String(); !strings.Contains(got, "took back the deliveries this owner's last run held") {
+	if got := second.Stderr.String(); !strings.Contains(got, "took back the deliveries this instance's previous run held") {
 		t.Errorf("the restarted instance did not say it took back its deliveries:\n%s", got)
 	}
 }

@@ -49,12 +49,16 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 	return srv, err
 }
 
-// instanceName names the process listening on addr in the webhook leases
-// it takes, so that restarted on the same host and address it takes back
-// at once the deliveries it held when it was killed (webhook.WithOwner),
-// and no other instance of a fleet shares the name: two processes cannot
-// listen on one address of one host. With -addr's port 0 the name changes
-// at every start, and a restart waits for the leases, -webhook-lease.
+// instanceName names the process listening on addr as the webhook
+// instance it runs (webhook.WithInstance): restarted on the same host and
+// address after a crash or kill -9, it takes back the deliveries its
+// previous run held as soon as that run's record in the outbox expires,
+// instead of waiting out -webhook-lease. Two live processes may share the
+// name (containers of one service with one host name all listen on
+// [::]:8080): each run claims under an owner of its own, and the
+// deliveries of a run that still renews its record are never taken back.
+// With -addr's port 0 the name changes at every start, and a restart
+// waits for the leases.
 func instanceName(addr net.Addr) string {
 	host, err := os.Hostname()
 	if err != nil {

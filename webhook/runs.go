@@ -1,0 +1,108 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// A runRecord keeps the record of a named Dispatcher's run in an outbox
+// that keeps them (see [WithInstance]): it renews it while the run lives,
+// takes back the leases of the instance's other runs once their records
+// expire, and ends the run's record as it stops.
+type runRecord struct {
+	d    *Dispatcher
+	runs plantstore.OutboxRuns
+
+	recorded bool      // a beat succeeded
+	others   int       // the instance's other runs still recorded at the last take-back
+	since    time.Time // when others were first found, or zero
+	told     bool      // others were logged as live
+}
+
+// beat renews the run's record, and says so when a restart of the
+// instance took the run for gone: what it held was taken back, and its
+// leases are no longer its own.
+func (r *runRecord) beat(ctx context.Context) {
+	d := r.d
+	bctx, cancel := context.WithTimeout(ctx, d.cfg.heartbeat)
+	defer cancel()
+	renewed, err := r.runs.Beat(bctx, d.cfg.instance, d.owner, d.cfg.heartbeat)
+	switch {
+	case err != nil:
+		d.logOutboxError(ctx, "record this run", err)
+		return
+	case r.recorded && !renewed:
+		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: this run was taken for gone after its record expired, and another run of this instance took back its deliveries; recorded again",
+			slog.String("instance", d.cfg.instance), slog.String("owner", d.owner), slog.Duration("heartbeat", d.cfg.heartbeat))
+	}
+	r.recorded = true
+}
+
+// takeBack takes back the leases of the instance's other runs whose
+// records expired. Once the others are found recorded for longer than a
+// record lives, they are live runs of the same name, and that is logged,
+// once.
+func (r *runRecord) takeBack(ctx context.Context) {
+	d := r.d
+	n, others, err := r.runs.TakeBack(ctx, d.cfg.instance, d.owner)
+	if err != nil {
+		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not take back the deliveries of this instance's previous run; they wait for their leases, or the next try",
+			slog.String("instance", d.cfg.instance), slog.Any("err", err))
+		r.others = max(r.others, 1) // tried again at the next beat
+		return
+	}
+	if n > 0 {
+		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: took back the deliveries this instance's previous run held",
+			slog.String("instance", d.cfg.instance), slog.String("owner", d.owner), slog.Int("deliveries", n))
+		for _, s := range d.subs {
+			s.notify()
+		}
+	}
+	now := time.Now()
+	switch {
+	case others == 0:
+		r.since = time.Time{}
+	case r.since.IsZero():
+		r.since = now
+	case !r.told && now.Sub(r.since) > d.cfg.heartbeat:
+		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: other live runs share this instance's name; each keeps its own deliveries",
+			slog.String("instance", d.cfg.instance), slog.Int("runs", others))
+		r.told = true
+	}
+	r.others = others
+}
+
+// keep renews the run's record every third of the heartbeat until ctx
+// ends, and takes back the leases of the instance's other runs while some
+// are recorded.
+func (r *runRecord) keep(ctx context.Context) {
+	t := time.NewTicker(max(r.d.cfg.heartbeat/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.beat(ctx)
+		if r.others > 0 {
+			r.takeBack(ctx)
+		}
+	}
+}
+
+// end hands back whatever the run still holds and removes its record,
+// even as ctx ends. Should it fail, a restart of the instance takes back
+// what the run held once the record expires.
+func (r *runRecord) end(ctx context.Context) {
+	d := r.d
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.attemptTimeout)
+	defer cancel()
+	if err := r.runs.EndRun(ctx, d.owner); err != nil {
+		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not end this run's record; a restart of this instance takes back what it held once the record expires",
+			slog.String("instance", d.cfg.instance), slog.Any("err", err))
+	}
+}
