@@ -310,9 +310,8 @@ func (d *Dispatcher) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	if runs != nil {
-		r := &runRecord{d: d, runs: runs}
+		r := &runRecord{d: d, runs: runs, others: 1}
 		r.beat(ctx)
-		r.takeBack(ctx)
 		wg.Go(func() { r.keep(ctx) })
 		defer r.end(ctx)
 	}

@@ -202,9 +202,10 @@ func (o *deadOutbox) EndRun(ctx context.Context, owner string) error {
 // TestRestartTakesBackItsLeases kills a Dispatcher of a named instance
 // (WithInstance) while it holds deliveries leased for an hour, and checks
 // that a Dispatcher started for the same instance, as the same process
-// restarted, delivers them once the killed run's record expires, a
-// second later, rather than after the hour, and that another process is
-// not given them.
+// restarted, delivers them once the killed run's record has expired and
+// the restarted one has renewed its own for as long, a second each,
+// rather than after the hour, and that another process is not given
+// them.
 func TestRestartTakesBackItsLeases(t *testing.T) {
 	t.Parallel()
 	const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
@@ -233,7 +234,7 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 	stop1() // its hand-back fails: the leases stay with the killed run
 	hold.Store(false)
 
-	_, l, _ := start(t, s, subs, webhook.WithInstance(instance), webhook.WithLease(time.Hour))
+	_, l, _ := start(t, s, subs, webhook.WithInstance(instance), webhook.WithHeartbeat(time.Second), webhook.WithLease(time.Hour))
 	testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
 	if !strings.Contains(l.String(), "took back the deliveries this instance's previous run held") {
 		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
@@ -284,8 +285,9 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	})
 
 	_, l2, _ := start(t, s, subs, opts...)
-	// Once the first run has renewed its record for longer than a record
-	// lives, the second knows it for a live twin.
+	// Once the second has renewed its record for as long as a record
+	// lives, it takes back what expired, and knows the first for a live
+	// twin.
 	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to find the first alive", func() bool {
 		return strings.Contains(l2.String(), "other live runs share this instance's name")
 	})

@@ -12,13 +12,20 @@ import (
 // that keeps them (see [WithInstance]): it renews it while the run lives,
 // takes back the leases of the instance's other runs once their records
 // expire, and ends the run's record as it stops.
+//
+// It takes back nothing until it has renewed its own record without a
+// failure for as long as a record lives: by then the record of a run that
+// died before this one started has expired, and a live run of the same
+// instance that lost the outbox as this one did, during an outage of the
+// database, has had the time to renew its record again. So a live twin's
+// leases are not taken back for an outage both lived through.
 type runRecord struct {
 	d    *Dispatcher
 	runs plantstore.OutboxRuns
 
 	recorded bool      // a beat succeeded
-	others   int       // the instance's other runs still recorded at the last take-back
-	since    time.Time // when others were first found, or zero
+	okSince  time.Time // since when every beat succeeded, or zero after a failure
+	others   int       // the instance's other runs still recorded at the last take-back, 1 before the first
 	told     bool      // others were logged as live
 }
 
@@ -30,28 +37,36 @@ func (r *runRecord) beat(ctx context.Context) {
 	bctx, cancel := context.WithTimeout(ctx, d.cfg.heartbeat)
 	defer cancel()
 	renewed, err := r.runs.Beat(bctx, d.cfg.instance, d.owner, d.cfg.heartbeat)
-	switch {
-	case err != nil:
+	if err != nil {
 		d.logOutboxError(ctx, "record this run", err)
+		r.okSince = time.Time{}
 		return
-	case r.recorded && !renewed:
+	}
+	if r.recorded && !renewed {
 		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: this run was taken for gone after its record expired, and another run of this instance took back its deliveries; recorded again",
 			slog.String("instance", d.cfg.instance), slog.String("owner", d.owner), slog.Duration("heartbeat", d.cfg.heartbeat))
 	}
 	r.recorded = true
+	if r.okSince.IsZero() {
+		r.okSince = time.Now()
+	}
+}
+
+// mayTakeBack tells whether the run has renewed its record without a
+// failure for as long as a record lives.
+func (r *runRecord) mayTakeBack(now time.Time) bool {
+	return !r.okSince.IsZero() && now.Sub(r.okSince) >= r.d.cfg.heartbeat
 }
 
 // takeBack takes back the leases of the instance's other runs whose
-// records expired. Once the others are found recorded for longer than a
-// record lives, they are live runs of the same name, and that is logged,
-// once.
+// records expired. The others it leaves are live runs of the same name,
+// and that is logged, once.
 func (r *runRecord) takeBack(ctx context.Context) {
 	d := r.d
 	n, others, err := r.runs.TakeBack(ctx, d.cfg.instance, d.owner)
 	if err != nil {
 		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not take back the deliveries of this instance's previous run; they wait for their leases, or the next try",
 			slog.String("instance", d.cfg.instance), slog.Any("err", err))
-		r.others = max(r.others, 1) // tried again at the next beat
 		return
 	}
 	if n > 0 {
@@ -61,13 +76,7 @@ func (r *runRecord) takeBack(ctx context.Context) {
 			s.notify()
 		}
 	}
-	now := time.Now()
-	switch {
-	case others == 0:
-		r.since = time.Time{}
-	case r.since.IsZero():
-		r.since = now
-	case !r.told && now.Sub(r.since) > d.cfg.heartbeat:
+	if others > 0 && !r.told {
 		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: other live runs share this instance's name; each keeps its own deliveries",
 			slog.String("instance", d.cfg.instance), slog.Int("runs", others))
 		r.told = true
@@ -76,8 +85,8 @@ func (r *runRecord) takeBack(ctx context.Context) {
 }
 
 // keep renews the run's record every third of the heartbeat until ctx
-// ends, and takes back the leases of the instance's other runs while some
-// are recorded.
+// ends, and, once it may, takes back the leases of the instance's other
+// runs while some are recorded.
 func (r *runRecord) keep(ctx context.Context) {
 	t := time.NewTicker(max(r.d.cfg.heartbeat/3, time.Millisecond))
 	defer t.Stop()
@@ -88,7 +97,7 @@ func (r *runRecord) keep(ctx context.Context) {
 		case <-t.C:
 		}
 		r.beat(ctx)
-		if r.others > 0 {
+		if r.others > 0 && r.mayTakeBack(time.Now()) {
 			r.takeBack(ctx)
 		}
 	}
