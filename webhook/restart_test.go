@@ -145,7 +145,8 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 // leased to it, as after kill -9.
 type deadOutbox struct {
 	plantstore.Outbox
-	dead atomic.Bool
+	dead      atomic.Bool
+	takeBacks atomic.Int64 // TakeBack calls that reached the outbox
 }
 
 var errKilled = errors.New("the process was killed")
@@ -189,6 +190,7 @@ func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int,
 	if o.dead.Load() {
 		return 0, 0, errKilled
 	}
+	o.takeBacks.Add(1)
 	return o.Outbox.(plantstore.OutboxRuns).TakeBack(ctx, instance, owner)
 }
 
@@ -290,6 +292,72 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	// twin.
 	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to find the first alive", func() bool {
 		return strings.Contains(l2.String(), "other live runs share this instance's name")
+	})
+	close(release)
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
+	}
+	for _, l := range []*logs{l1, l2} {
+		if got := l.String(); strings.Contains(got, "took back") || strings.Contains(got, "taken for gone") {
+			t.Errorf("a live run's deliveries were taken back:\n%s", got)
+		}
+	}
+}
+
+// TestOutageTakesNoLiveTwinsLeases cuts two live Dispatchers of one
+// instance, each holding deliveries, off the outbox for longer than their
+// records live, as an outage of the database does, then gives it back to
+// both at once, and checks that neither takes the other's deliveries:
+// each is attempted once.
+func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
+	t.Parallel()
+	const n, instance, heartbeat = 20, "plantstore twin [::]:8080", 2 * time.Second
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		select {
+		case <-release:
+			return http.StatusNoContent
+		case <-r.Context().Done():
+			return http.StatusServiceUnavailable
+		}
+	})
+	path := filepath.Join(t.TempDir(), "plants.db")
+	s, _ := openSQLite(t, path)
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	subs := []string{rc.url()}
+	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(heartbeat), webhook.WithLease(time.Hour),
+		webhook.WithConcurrency(4), webhook.WithMaxInFlight(n / 2), webhook.WithAttemptTimeout(time.Minute)}
+	w1, w2 := &deadOutbox{Outbox: s}, &deadOutbox{Outbox: s}
+	d1, l1, _ := start(t, w1, subs, opts...)
+	_, l2, _ := start(t, w2, subs, opts...)
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	for id := range int64(n) {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+	// Four attempts at a time each: with eight held, both hold some.
+	testkit.WaitUntil(t, time.Minute, "eight requests held by the subscriber", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == 8
+	})
+
+	w1.dead.Store(true)
+	w2.dead.Store(true)
+	testkit.WaitUntil(t, time.Minute, "both runs' records to expire", func() bool {
+		var expired int
+		err := db.QueryRow(`SELECT count(*) FROM webhook_runs WHERE expires_us < ?1`, time.Now().UnixMicro()).Scan(&expired)
+		return err == nil && expired == 2
+	})
+	before1, before2 := w1.takeBacks.Load(), w2.takeBacks.Load()
+	w1.dead.Store(false)
+	w2.dead.Store(false)
+	testkit.WaitUntil(t, time.Minute, "both runs to look for runs to take back after the outage", func() bool {
+		return w1.takeBacks.Load() > before1 && w2.takeBacks.Load() > before2
 	})
 	close(release)
 	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
