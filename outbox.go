@@ -121,6 +121,7 @@ type OutboxRuns interface {
 	TakeBack(ctx context.Context, instance, owner string) (released, others int, err error)
 
 	// EndRun ends the leases run owner still holds, as a run that stops
-	// hands back what it holds, and removes its record.
-	EndRun(ctx context.Context, owner string) error
+	// hands back what it holds, or for a run known to be gone, and removes
+	// its record. It returns how many leases it ended.
+	EndRun(ctx context.Context, owner string) (released int, err error)
 }

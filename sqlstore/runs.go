@@ -124,20 +124,26 @@ func (s *Store) TakeBack(ctx context.Context, instance, owner string) (released,
 }
 
 // EndRun implements [plantstore.OutboxRuns.EndRun], in one transaction.
-func (s *Store) EndRun(ctx context.Context, owner string) error {
+func (s *Store) EndRun(ctx context.Context, owner string) (released int, err error) {
 	if owner == "" {
-		return errRun
+		return 0, errRun
 	}
 	p := s.q.param
-	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_us = 0, owner = '' WHERE lease_us > 0 AND owner = `+p(1), owner); err != nil {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_us = 0, owner = '' WHERE lease_us > 0 AND owner = `+p(1), owner)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM webhook_runs WHERE owner = `+p(1), owner)
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		released = int(n)
+		_, err = tx.ExecContext(ctx, `DELETE FROM webhook_runs WHERE owner = `+p(1), owner)
 		return err
 	})
 	if err != nil {
-		return failure(ctx, "end run", err)
+		return 0, failure(ctx, "end run", err)
 	}
-	return nil
+	return released, nil
 }

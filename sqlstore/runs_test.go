@@ -95,8 +95,8 @@ func TestOutboxRuns(t *testing.T) {
 			}
 
 			// A run that stops hands back what it holds.
-			if err := s.EndRun(ctx, twin); err != nil {
-				t.Fatalf("EndRun() = %v", err)
+			if n, err := s.EndRun(ctx, twin); err != nil || n != 2 {
+				t.Fatalf("EndRun() = %d, %v, want the twin's 2 leases", n, err)
 			}
 			if got := claimSeqs(t, s, "a", restarted, hour, 10); !cmp.Equal(got, twinSeqs) {
 				t.Errorf("after EndRun, another run claims %v, want %v", got, twinSeqs)
@@ -113,7 +113,7 @@ func TestOutboxRuns(t *testing.T) {
 					t.Errorf("TakeBack(%q, %q) = nil, want an error", c.instance, c.owner)
 				}
 			}
-			if err := s.EndRun(ctx, ""); err == nil {
+			if _, err := s.EndRun(ctx, ""); err == nil {
 				t.Errorf("EndRun(\"\") = nil, want an error")
 			}
 		})

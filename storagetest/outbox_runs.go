@@ -74,8 +74,8 @@ func testRuns(b box) {
 		t.Errorf("TakeBack() again = %d, %v, want 0", n, err)
 	}
 
-	if err := runs.EndRun(ctx, twin); err != nil {
-		t.Fatalf("EndRun() = %v", err)
+	if n, err := runs.EndRun(ctx, twin); err != nil || n != 2 {
+		t.Fatalf("EndRun() = %d, %v, want the twin's 2 leases", n, err)
 	}
 	if got := b.claimSeqs("a", restarted, hour(), 10); !cmp.Equal(got, twinSeqs) {
 		t.Errorf("after EndRun, another run claims %v, want %v", got, twinSeqs)

@@ -112,7 +112,7 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 	}
 	d.owner = "dispatcher_" + rand.Text()
 	if cfg.instance != "" {
-		d.owner = cfg.instance + " run " + rand.Text()[:16]
+		d.owner = cfg.instance + runSep + rand.Text()[:16]
 	}
 	if err := d.addSubscribers(subscribers); err != nil {
 		return nil, err
@@ -264,6 +264,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// runSep separates the instance's name from the run id in a lease owner.
+const runSep = " run "
+
 // errStopped is begin's error for a Dispatcher stopped before it ran.
 var errStopped = errors.New("webhook: dispatcher stopped")
 
@@ -311,6 +314,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if runs != nil {
 		r := &runRecord{d: d, runs: runs, others: 1}
+		r.lockRun(ctx)
 		r.beat(ctx)
 		wg.Go(func() { r.keep(ctx) })
 		defer r.end(ctx)

@@ -36,6 +36,7 @@ type config struct {
 	lease          time.Duration
 	instance       string
 	heartbeat      time.Duration
+	runLock        string
 	statsInterval  time.Duration
 	logger         *slog.Logger
 	hooks          Hooks
@@ -148,6 +149,23 @@ func WithOwner(name string) Option { return WithInstance(name) }
 // as when a lease expires. Default [DefaultHeartbeat], 10s.
 func WithHeartbeat(d time.Duration) Option {
 	return func(cfg *config) { cfg.heartbeat = d }
+}
+
+// WithRunLock names a file on a local file system that each run of the
+// Dispatcher's instance (see [WithInstance]) locks while it lives, and
+// in which it writes its lease owner. The lock ends with the process,
+// however it ends, kill -9 included: a run that finds the file unlocked
+// knows that the run named in it is gone, and takes back at once what
+// that run held, without waiting for its record to expire
+// ([WithHeartbeat]). A run that cannot lock the file, because another
+// live run of the instance on the same file system holds it, or because
+// the file cannot be made, goes without, and says so at debug level.
+// Give each instance a file of its own, the same across its restarts
+// (cmd/plantstore uses one named after the instance, in its state
+// directory or the temporary directory). On a system without flock, such
+// as Windows, the file is not used. Default: none.
+func WithRunLock(path string) Option {
+	return func(cfg *config) { cfg.runLock = path }
 }
 
 // WithStatsInterval sets how often the outbox depth and the delivery rate

@@ -194,9 +194,9 @@ func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int,
 	return o.Outbox.(plantstore.OutboxRuns).TakeBack(ctx, instance, owner)
 }
 
-func (o *deadOutbox) EndRun(ctx context.Context, owner string) error {
+func (o *deadOutbox) EndRun(ctx context.Context, owner string) (int, error) {
 	if o.dead.Load() {
-		return errKilled
+		return 0, errKilled
 	}
 	return o.Outbox.(plantstore.OutboxRuns).EndRun(ctx, owner)
 }
@@ -204,49 +204,65 @@ func (o *deadOutbox) EndRun(ctx context.Context, owner string) error {
 // TestRestartTakesBackItsLeases kills a Dispatcher of a named instance
 // (WithInstance) while it holds deliveries leased for an hour, and checks
 // that a Dispatcher started for the same instance, as the same process
-// restarted, delivers them once the killed run's record has expired and
-// the restarted one has renewed its own for as long, a second each,
-// rather than after the hour, and that another process is not given
-// them.
+// restarted, delivers them rather than wait for the hour, and that
+// another process is not given them: once the killed run's record has
+// expired and the restarted one has renewed its own for as long, a second
+// each; or at once, before the record expires, an hour later, when the
+// run lock (WithRunLock) the killed run held shows it gone.
 func TestRestartTakesBackItsLeases(t *testing.T) {
 	t.Parallel()
-	const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
-	rc, hold := newHoldingReceiver(t)
-	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
-	subs := []string{rc.url()}
-	dying := &deadOutbox{Outbox: s}
-	d1, _, stop1 := start(t, dying, subs, webhook.WithInstance(instance), webhook.WithHeartbeat(time.Second),
-		webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
-	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
-	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
-		attempts, _, _ := rc.stats()
-		return len(attempts) == 4
-	})
-	// A claim of another process finds nothing once the Dispatcher holds
-	// every delivery; its lease ends as it is taken, so that what it
-	// might find before then stays free.
-	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
-		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
-		return err == nil && len(ds) == 0
-	})
-	dying.dead.Store(true)
-	stop1() // its hand-back fails: the leases stay with the killed run
-	hold.Store(false)
+	for _, tt := range []struct {
+		name    string
+		opts    func(lock string) []webhook.Option
+		knownBy string
+	}{
+		{"record expired", func(string) []webhook.Option { return []webhook.Option{webhook.WithHeartbeat(time.Second)} }, ""},
+		{"run lock", func(lock string) []webhook.Option {
+			return []webhook.Option{webhook.WithHeartbeat(time.Hour), webhook.WithRunLock(lock)}
+		}, "known_gone_by=\"run lock\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
+			rc, hold := newHoldingReceiver(t)
+			dir := t.TempDir()
+			s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+			subs := []string{rc.url()}
+			opts := append(tt.opts(filepath.Join(dir, "run.lock")), webhook.WithInstance(instance), webhook.WithLease(time.Hour))
+			dying := &deadOutbox{Outbox: s}
+			d1, _, stop1 := start(t, dying, subs, append(opts, webhook.WithConcurrency(4))...)
+			ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+			for id := range int64(n) {
+				mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+			}
+			testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
+				attempts, _, _ := rc.stats()
+				return len(attempts) == 4
+			})
+			// A claim of another process finds nothing once the Dispatcher
+			// holds every delivery; its lease ends as it is taken, so that
+			// what it might find before then stays free.
+			testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
+				ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
+				return err == nil && len(ds) == 0
+			})
+			dying.dead.Store(true)
+			stop1() // its hand-back fails: the leases stay with the killed run; its run lock ends
+			hold.Store(false)
 
-	_, l, _ := start(t, s, subs, webhook.WithInstance(instance), webhook.WithHeartbeat(time.Second), webhook.WithLease(time.Hour))
-	testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
-	if !strings.Contains(l.String(), "took back the deliveries this instance's previous run held") {
-		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
-	}
-	want := make([]int64, 0, n)
-	for id := range int64(n) {
-		want = append(want, id)
-	}
-	if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
-		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+			_, l, _ := start(t, s, subs, opts...)
+			testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+			if got := l.String(); !strings.Contains(got, "took back the deliveries this instance's previous run held") || !strings.Contains(got, tt.knownBy) {
+				t.Errorf("the restarted Dispatcher did not log that it took back its deliveries (%s):\n%s", tt.knownBy, got)
+			}
+			want := make([]int64, 0, n)
+			for id := range int64(n) {
+				want = append(want, id)
+			}
+			if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+				t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -270,8 +286,9 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	})
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
+	// Both on one run lock file, as on one host: the second cannot take it.
 	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(2 * time.Second), webhook.WithLease(time.Hour),
-		webhook.WithConcurrency(4), webhook.WithAttemptTimeout(time.Minute)}
+		webhook.WithConcurrency(4), webhook.WithAttemptTimeout(time.Minute), webhook.WithRunLock(filepath.Join(t.TempDir(), "run.lock"))}
 	d1, l1, _ := start(t, s, subs, opts...)
 	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
 	for id := range int64(n) {
@@ -300,7 +317,7 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
 	}
 	for _, l := range []*logs{l1, l2} {
-		if got := l.String(); strings.Contains(got, "took back") || strings.Contains(got, "taken for gone") {
+		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
 			t.Errorf("a live run's deliveries were taken back:\n%s", got)
 		}
 	}
@@ -366,7 +383,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
 	}
 	for _, l := range []*logs{l1, l2} {
-		if got := l.String(); strings.Contains(got, "took back") || strings.Contains(got, "taken for gone") {
+		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
 			t.Errorf("a live run's deliveries were taken back:\n%s", got)
 		}
 	}

@@ -2,7 +2,10 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -23,6 +26,7 @@ type runRecord struct {
 	d    *Dispatcher
 	runs plantstore.OutboxRuns
 
+	lock     *os.File  // the run lock (WithRunLock), held while the run lives, or nil
 	recorded bool      // a beat succeeded
 	okSince  time.Time // since when every beat succeeded, or zero after a failure
 	others   int       // the instance's other runs still recorded at the last take-back, 1 before the first
@@ -104,14 +108,57 @@ func (r *runRecord) keep(ctx context.Context) {
 }
 
 // end hands back whatever the run still holds and removes its record,
-// even as ctx ends. Should it fail, a restart of the instance takes back
-// what the run held once the record expires.
+// even as ctx ends, then releases the run lock. Should it fail, a restart
+// of the instance takes back what the run held once the record expires.
 func (r *runRecord) end(ctx context.Context) {
 	d := r.d
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.attemptTimeout)
 	defer cancel()
-	if err := r.runs.EndRun(ctx, d.owner); err != nil {
+	if _, err := r.runs.EndRun(ctx, d.owner); err != nil {
 		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not end this run's record; a restart of this instance takes back what it held once the record expires",
 			slog.String("instance", d.cfg.instance), slog.Any("err", err))
+	}
+	if r.lock != nil {
+		r.lock.Close() // the next run finds this owner, ended
+	}
+}
+
+// errRunLocked is lockRunFile's error while another run holds the lock.
+var errRunLocked = errors.New("webhook: another live run of this instance holds the run lock")
+
+// maxRunFile bounds what is read of a run lock file: an owner is an
+// instance name and a run id.
+const maxRunFile = 4096
+
+// lockRun takes the run lock of [WithRunLock], when set, and, when the
+// run that held it last was one of this instance's, ends that run in the
+// outbox: its lock ended with its process, so it is gone, whatever its
+// record says.
+func (r *runRecord) lockRun(ctx context.Context) {
+	d := r.d
+	if d.cfg.runLock == "" {
+		return
+	}
+	prev, f, err := lockRunFile(d.cfg.runLock, d.owner)
+	if err != nil {
+		d.log.LogAttrs(ctx, slog.LevelDebug, "webhook: no run lock: a previous run of this instance is taken for gone only once its record expires",
+			slog.String("file", d.cfg.runLock), slog.Any("err", err))
+		return
+	}
+	r.lock = f
+	if prev == "" || prev == d.owner || !strings.HasPrefix(prev, d.cfg.instance+runSep) {
+		return
+	}
+	ectx, cancel := context.WithTimeout(ctx, d.cfg.attemptTimeout)
+	defer cancel()
+	n, err := r.runs.EndRun(ectx, prev)
+	switch {
+	case err != nil:
+		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not take back the deliveries of this instance's previous run; they wait for its record to expire",
+			slog.String("instance", d.cfg.instance), slog.String("previous", prev), slog.Any("err", err))
+	case n > 0:
+		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: took back the deliveries this instance's previous run held",
+			slog.String("instance", d.cfg.instance), slog.String("owner", d.owner), slog.String("previous", prev),
+			slog.Int("deliveries", n), slog.String("known_gone_by", "run lock"))
 	}
 }

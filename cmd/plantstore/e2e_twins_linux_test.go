@@ -223,11 +223,14 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 
 	sub := &holdingSubscriber{hold: 3 * time.Second, delivered: map[int64]int{}}
-	env := testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+fleetSecret)
+	// Each with a state directory of its own, as each container has.
+	env := func() []string {
+		return testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+fleetSecret, "STATE_DIRECTORY="+t.TempDir())
+	}
 	args := []string{"-addr", addr, "-db", dsn, "-webhook", "http://" + subAddr + "/hook"}
 	bin := binary(t)
 
-	first := startInNamespace(t, host, bin, env, args...)
+	first := startInNamespace(t, host, bin, env(), args...)
 	serveIn(t, first.Cmd.Process.Pid, subAddr, sub)
 	c := nsClient(first.Cmd.Process.Pid)
 	for id := range int64(n) {
@@ -249,7 +252,7 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 		return received >= 4
 	})
 
-	second := startInNamespace(t, host, bin, env, args...)
+	second := startInNamespace(t, host, bin, env(), args...)
 	serveIn(t, second.Cmd.Process.Pid, subAddr, sub)
 	testkit.WaitUntil(t, 2*time.Minute, "every event delivered and ended", func() bool {
 		events, deliveries := outboxRows(t, db)

@@ -66,6 +66,9 @@ type options struct {
 	// processes may share it, each run leasing under an owner of its own
 	// (see instanceName).
 	instance string
+	// runLock is the file the webhook runs of this instance lock while
+	// they live (see runLockPath).
+	runLock string
 
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,13 +62,30 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 // [::]:8080): each run claims under an owner of its own, and the
 // deliveries of a run that still renews its record are never taken back.
 // With -addr's port 0 the name changes at every start, and a restart
-// waits for the leases.
+// waits for the leases. A restart on the same host does not even wait for
+// the record to expire: the run lock (runLockPath) shows the previous run
+// gone.
 func instanceName(addr net.Addr) string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host"
 	}
 	return "plantstore " + host + " " + addr.String()
+}
+
+// runLockPath returns the file that the webhook runs of instance lock
+// while they live (webhook.WithRunLock), so that a restart on the same
+// host knows at once that its previous run is gone, kill -9 included: in
+// the service's state directory under systemd (STATE_DIRECTORY, which
+// outlives a restart, where PrivateTmp's /tmp does not), or else the
+// temporary directory, named after the instance.
+func runLockPath(instance string, getenv func(string) string) string {
+	dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(instance))
+	return filepath.Join(dir, "plantstore-webhook-"+hex.EncodeToString(sum[:8])+".lock")
 }
 
 // serve says where srv serves, on stdout and in the log, and serves
