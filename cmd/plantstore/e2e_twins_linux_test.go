@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,9 +110,11 @@ func nsClient(pid int) *http.Client {
 }
 
 // A holdingSubscriber answers each delivery 204 after holding it for
-// hold, and counts the deliveries it answered by plant id.
+// hold, or, when gate is set, until gate is closed, and counts the
+// deliveries it answered by plant id.
 type holdingSubscriber struct {
 	hold time.Duration
+	gate chan struct{}
 
 	mu        sync.Mutex
 	received  int
@@ -136,8 +139,21 @@ func (s *holdingSubscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The hold is the scenario, the time a slow subscriber takes.
+	wait := s.gate
+	if wait == nil {
+		t := time.NewTimer(s.hold)
+		defer t.Stop()
+		wait = make(chan struct{})
+		go func() {
+			select {
+			case <-t.C:
+				close(wait)
+			case <-r.Context().Done():
+			}
+		}()
+	}
 	select {
-	case <-time.After(s.hold):
+	case <-wait:
 	case <-r.Context().Done():
 		return // the sender is gone: nothing was delivered
 	}
@@ -273,5 +289,139 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 	if plants != n || delivered != n {
 		t.Errorf("%d deliveries of %d plants (%d more than once), want %d deliveries, one of each plant\nfirst:\n%s\nsecond:\n%s",
 			delivered, plants, twice, n, first.Stderr, second.Stderr)
+	}
+}
+
+// createIn creates plants first…first+n-1 through the instance listening
+// on addr in the network namespace of process pid.
+func createIn(t *testing.T, pid int, addr string, first, n int64) {
+	t.Helper()
+	c := nsClient(pid)
+	for id := first; id < first+n; id++ {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"p"}`, id)))
+		req.Header.Set("Authorization", "Bearer "+procToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("create %d: %v", id, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("create %d: %d %s", id, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestTwinRestartsBesideLiveTwin runs two instances as
+// TestTwinsWithOneNameDeliverOnce does, each holding deliveries that the
+// subscriber keeps unanswered, kills the first with SIGKILL and starts it
+// again in a new namespace, with the same host name and address, as a
+// container restarts: the restarted instance must take back what its
+// killed run held, and nothing of its live twin's, so that each plant is
+// delivered once. With the same state directory, the run lock shows the
+// killed run gone at once to the restarted instance; with a new one, as a
+// container recreated, the killed run's record must expire first (10 s),
+// and whichever of the restarted instance and the live twin, both runs of
+// the instance, finds it expired first takes back what it held.
+func TestTwinRestartsBesideLiveTwin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binary three times")
+	}
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		sameState bool
+	}{
+		{"same state directory", true},
+		{"new state directory", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			testTwinRestart(t, tt.sameState)
+		})
+	}
+}
+
+func testTwinRestart(t *testing.T, sameState bool) {
+	const (
+		n       = 40
+		host    = "twin"
+		addr    = "127.0.0.1:8080"
+		subAddr = "127.0.0.1:9000"
+	)
+	u := postgresDatabase(t)
+	dsn := unixSocketDSN(t, u)
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+
+	gate := make(chan struct{})
+	sub := &holdingSubscriber{gate: gate, delivered: map[int64]int{}}
+	stateA, stateB := t.TempDir(), t.TempDir()
+	env := func(state string) []string {
+		return testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+fleetSecret, "STATE_DIRECTORY="+state)
+	}
+	args := []string{"-addr", addr, "-db", dsn, "-webhook", "http://" + subAddr + "/hook", "-webhook-lease", "1h"}
+	bin := binary(t)
+
+	first := startInNamespace(t, host, bin, env(stateA), args...)
+	serveIn(t, first.Cmd.Process.Pid, subAddr, sub)
+	second := startInNamespace(t, host, bin, env(stateB), args...)
+	serveIn(t, second.Cmd.Process.Pid, subAddr, sub)
+	createIn(t, first.Cmd.Process.Pid, addr, 0, n/2)
+	testkit.WaitUntil(t, 30*time.Second, "the subscriber to hold the first instance's deliveries", func() bool {
+		received, _, _, _ := sub.counts()
+		return received >= 4
+	})
+	createIn(t, second.Cmd.Process.Pid, addr, n/2, n/2)
+	testkit.WaitUntil(t, 30*time.Second, "the subscriber to hold both instances' deliveries", func() bool {
+		received, _, _, _ := sub.counts()
+		return received >= 8
+	})
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Exited()
+
+	if !sameState {
+		stateA = t.TempDir()
+	}
+	restarted := startInNamespace(t, host, bin, env(stateA), args...)
+	serveIn(t, restarted.Cmd.Process.Pid, subAddr, sub)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("restarted:\n%s\nlive twin:\n%s", restarted.Stderr, second.Stderr)
+		}
+	})
+	testkit.WaitUntil(t, 30*time.Second, "a run of the instance to take back its killed run's deliveries", func() bool {
+		const took = "took back the deliveries"
+		if sameState {
+			return strings.Contains(restarted.Stderr.String(), took+" this instance's previous run held") &&
+				strings.Contains(restarted.Stderr.String(), `known_gone_by="run lock"`)
+		}
+		return strings.Contains(restarted.Stderr.String(), took) || strings.Contains(second.Stderr.String(), took)
+	})
+	close(gate)
+	testkit.WaitUntil(t, 2*time.Minute, "every event delivered and ended", func() bool {
+		events, deliveries := outboxRows(t, db)
+		return events == 0 && deliveries == 0
+	})
+	for _, p := range []*testkit.Process{second, restarted} {
+		if err := p.Stop(t); err != nil {
+			t.Errorf("instance exited with %v\n%s", err, p.Stderr)
+		}
+	}
+	received, delivered, plants, twice := sub.counts()
+	t.Logf("%d events, a twin restarted beside a live one: %d requests received, %d deliveries, %d plants, %d delivered more than once",
+		n, received, delivered, plants, twice)
+	if strings.Contains(second.Stderr.String(), "this run was taken for gone") {
+		t.Errorf("the live twin was taken for gone:\n%s", second.Stderr)
+	}
+	if plants != n || delivered != n {
+		t.Errorf("%d deliveries of %d plants (%d more than once), want %d deliveries, one of each plant\nrestarted:\n%s\nlive twin:\n%s",
+			delivered, plants, twice, n, restarted.Stderr, second.Stderr)
 	}
 }
