@@ -123,13 +123,15 @@ func WithLease(d time.Duration) Option {
 // When the outbox is a [plantstore.OutboxRuns], a named Dispatcher keeps
 // a record of its run there, renewed every third of [WithHeartbeat]'s
 // time while it lives, and takes back the deliveries that earlier runs
-// of the same instance held once their records have expired: a process
-// restarted after a crash or kill -9 delivers what its previous run held
-// within that time of the crash, instead of waiting for the leases
-// ([WithLease]); a clean stop hands them back itself. The leases of a
-// run that still renews its record are never taken: a live twin keeps
-// its deliveries. Default: no instance, and a random owner, new for
-// every Dispatcher, whose leases only expire.
+// of the same instance held once they are known gone: at once when the
+// run lock of [WithRunLock] shows it, or else once their records have
+// expired. So a process restarted after a crash or kill -9 delivers what
+// its previous run held at once, or about the heartbeat's time after it
+// starts, instead of waiting for the leases ([WithLease]); a clean stop
+// hands them back itself. The leases of a run that still renews its
+// record are never taken: a live twin keeps its deliveries. Default: no
+// instance, and a random owner, new for every Dispatcher, whose leases
+// only expire.
 func WithInstance(name string) Option {
 	return func(cfg *config) { cfg.instance = name }
 }
@@ -141,12 +143,15 @@ func WithInstance(name string) Option {
 func WithOwner(name string) Option { return WithInstance(name) }
 
 // WithHeartbeat sets how long the record of a Dispatcher's run (see
-// [WithInstance]) outlives its last renewal, made every third of d: how
-// long after a crash a restart of the same instance takes back what the
-// crashed run held. A live run that cannot reach the outbox for longer
-// than d, or stalls that long, is taken for gone by a restart of its
-// instance, and the deliveries it is attempting may then be made twice,
-// as when a lease expires. Default [DefaultHeartbeat], 10s.
+// [WithInstance]) outlives its last renewal, made every third of d. A run
+// takes back what expired runs of its instance held only once it has
+// renewed its own record for d without a failure, so that a live twin
+// that lost the outbox as it did has renewed its own meanwhile: without a
+// run lock ([WithRunLock]), a restart takes back what a crashed run held
+// about d after it starts. A live run that cannot reach the outbox for
+// longer than d, or stalls that long, while another run of its instance
+// can, is taken for gone, and the deliveries it is attempting may then be
+// made twice, as when a lease expires. Default [DefaultHeartbeat], 10s.
 func WithHeartbeat(d time.Duration) Option {
 	return func(cfg *config) { cfg.heartbeat = d }
 }
