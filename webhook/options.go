@@ -164,7 +164,8 @@ func WithHeartbeat(d time.Duration) Option {
 // that run held, without waiting for its record to expire
 // ([WithHeartbeat]). A run that cannot lock the file, because another
 // live run of the instance on the same file system holds it, or because
-// the file cannot be made, goes without, and says so at debug level.
+// the file cannot be made, goes without, and says so at debug level. A
+// run that stops cleanly, its leases handed back, removes the file.
 // Give each instance a file of its own, the same across its restarts
 // (cmd/plantstore uses one named after the instance, in its state
 // directory or the temporary directory). On a system without flock, such

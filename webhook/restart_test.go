@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -386,6 +387,25 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
 			t.Errorf("a live run's deliveries were taken back:\n%s", got)
 		}
+	}
+}
+
+// TestRunLockRemovedAtCleanStop checks that a run holds its run lock
+// file while it lives and removes it once it has stopped cleanly, having
+// handed back what it held: nothing is left for the next run to learn.
+func TestRunLockRemovedAtCleanStop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+	lock := filepath.Join(dir, "run.lock")
+	_, _, stop := start(t, s, []string{"http://127.0.0.1:1/hook"}, webhook.WithInstance("plantstore host-1 10.0.0.1:8080"), webhook.WithRunLock(lock))
+	testkit.WaitUntil(t, time.Minute, "the run lock file to name the run", func() bool {
+		b, err := os.ReadFile(lock)
+		return err == nil && strings.HasPrefix(string(b), "plantstore host-1 10.0.0.1:8080 run ")
+	})
+	stop()
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run lock file after a clean stop: %v, want it removed", err)
 	}
 }
 

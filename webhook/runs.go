@@ -108,18 +108,26 @@ func (r *runRecord) keep(ctx context.Context) {
 }
 
 // end hands back whatever the run still holds and removes its record,
-// even as ctx ends, then releases the run lock. Should it fail, a restart
-// of the instance takes back what the run held once the record expires.
+// even as ctx ends, then releases the run lock, and removes its file once
+// the run has ended. Should it fail, a restart of the instance takes back
+// what the run held at once, by the run lock, or once the record expires.
 func (r *runRecord) end(ctx context.Context) {
 	d := r.d
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.attemptTimeout)
 	defer cancel()
-	if _, err := r.runs.EndRun(ctx, d.owner); err != nil {
+	_, err := r.runs.EndRun(ctx, d.owner)
+	if err != nil {
 		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not end this run's record; a restart of this instance takes back what it held once the record expires",
 			slog.String("instance", d.cfg.instance), slog.Any("err", err))
 	}
 	if r.lock != nil {
-		r.lock.Close() // the next run finds this owner, ended
+		if err == nil {
+			// Ended: the file has nothing left to tell the next run. Should
+			// it start meanwhile and lock this file, or make a new one, it
+			// learns nothing wrong either way.
+			os.Remove(d.cfg.runLock)
+		}
+		r.lock.Close() // otherwise the next run finds this owner, gone
 	}
 }
 

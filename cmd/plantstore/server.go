@@ -78,8 +78,14 @@ func instanceName(addr net.Addr) string {
 // host knows at once that its previous run is gone, kill -9 included: in
 // the service's state directory under systemd (STATE_DIRECTORY, which
 // outlives a restart, where PrivateTmp's /tmp does not), or else the
-// temporary directory, named after the instance.
-func runLockPath(instance string, getenv func(string) string) string {
+// temporary directory, named after the instance. It returns "", no run
+// lock, when -addr (addr) asks for a port the system chooses: the instance
+// is then named anew at each start, and its file would only be left
+// behind.
+func runLockPath(addr, instance string, getenv func(string) string) string {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
+		return ""
+	}
 	dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":")
 	if dir == "" {
 		dir = os.TempDir()
