@@ -46,7 +46,9 @@ type Retry struct {
 // A delivery is claimed with a lease: until the lease expires, no other
 // owner can claim it, so that with every owner alive each delivery is
 // made once; once it expires, any owner may claim it again, so that a
-// delivery whose owner died is still made: at least once. A delivery ends
+// delivery whose owner died is still made: at least once. Owners are
+// never shared by two live processes; an [OutboxRuns] may end the leases
+// of an owner known gone before they expire. A delivery ends
 // with [Outbox.Ack]; an event is removed once every subscriber's delivery
 // of it has ended.
 //
