@@ -46,7 +46,9 @@ type Retry struct {
 // A delivery is claimed with a lease: until the lease expires, no other
 // owner can claim it, so that with every owner alive each delivery is
 // made once; once it expires, any owner may claim it again, so that a
-// delivery whose owner died is still made: at least once. A delivery ends
+// delivery whose owner died is still made: at least once. Owners are
+// never shared by two live processes; an [OutboxRuns] may end the leases
+// of an owner known gone before they expire. A delivery ends
 // with [Outbox.Ack]; an event is removed once every subscriber's delivery
 // of it has ended.
 //
@@ -70,8 +72,9 @@ type Outbox interface {
 
 	// Extend moves the lease of the deliveries seqs to subscriber to until,
 	// for those that owner still holds, and returns their Seqs. A delivery
-	// missing from the result was ended or claimed by another owner after
-	// owner's lease expired: owner must not attempt it again.
+	// missing from the result was ended, claimed by another owner after
+	// owner's lease expired, or taken back from a run taken for gone (see
+	// [OutboxRuns]): owner must not attempt it again.
 	Extend(ctx context.Context, subscriber, owner string, seqs []int64, until time.Time) ([]int64, error)
 
 	// Retry records failed attempts of deliveries to subscriber that owner
@@ -89,13 +92,38 @@ type Outbox interface {
 	Depth(ctx context.Context) (int, error)
 }
 
-// An OutboxReleaser is an [Outbox] that can end every lease an owner holds
-// at once, for a Dispatcher that starts under the name of one that did not
-// stop cleanly (the same process, restarted after a crash or kill -9): it
-// takes back what its previous run had claimed at once, instead of waiting
-// for the leases to expire. Two running owners must never share a name.
-type OutboxReleaser interface {
-	// Release ends the leases owner holds on deliveries, which any owner
-	// may then claim when they are due, and returns how many it ended.
-	Release(ctx context.Context, owner string) (int, error)
+// An OutboxRuns is an [Outbox] that keeps a record of each run of the
+// Dispatchers sharing it while the run lives, so that an instance
+// restarted after a crash or kill -9 takes back what its previous run
+// held as soon as that run is known gone, instead of waiting for the
+// leases to expire.
+//
+// A run is the life of one Dispatcher, named by the lease owner it claims
+// under, which no other run shares. It belongs to an instance: a name that
+// stays the same across the restarts of one process (cmd/plantstore uses
+// its host name and address), and that several live runs may share, as two
+// containers of one service with one host name, both listening on
+// [::]:8080, do. A live run renews its record; a record not renewed for
+// its time to live is that of a run that is gone. Times to live are
+// counted by the storage's clock, so that the clocks of the processes
+// sharing it need not agree.
+type OutboxRuns interface {
+	// Beat records that run owner of instance lives, for ttl from now,
+	// and reports whether the record was there already: false at a run's
+	// first beat, and after TakeBack found the run gone.
+	Beat(ctx context.Context, instance, owner string, ttl time.Duration) (renewed bool, err error)
+
+	// TakeBack ends the leases held by the other runs of instance whose
+	// record has expired, which any owner may then claim when they are
+	// due, and removes their records. It returns how many leases it ended,
+	// and how many other runs of instance it left recorded: live ones,
+	// which TakeBack never touches, or gone ones whose record has not
+	// expired yet. A run's own leases and records are never taken back,
+	// nor those of another instance's runs.
+	TakeBack(ctx context.Context, instance, owner string) (released, others int, err error)
+
+	// EndRun ends the leases run owner still holds, as a run that stops
+	// hands back what it holds, or for a run known to be gone, and removes
+	// its record. It returns how many leases it ended.
+	EndRun(ctx context.Context, owner string) (released int, err error)
 }

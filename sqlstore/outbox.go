@@ -266,26 +266,6 @@ func (s *Store) Extend(ctx context.Context, subscriber, owner string, seqs []int
 	return kept, nil
 }
 
-// Release implements [plantstore.OutboxReleaser].
-func (s *Store) Release(ctx context.Context, owner string) (int, error) {
-	if owner == "" {
-		return 0, errOwner
-	}
-	var n int64
-	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_us = 0 WHERE owner = `+s.q.param(1)+` AND lease_us > 0`, owner)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, failure(ctx, "release leases", err)
-	}
-	return int(n), nil
-}
-
 // Retry implements [plantstore.Outbox.Retry].
 func (s *Store) Retry(ctx context.Context, subscriber, owner string, retries []plantstore.Retry) error {
 	if subscriber == "" || owner == "" {

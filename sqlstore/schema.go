@@ -255,6 +255,24 @@ var migrations = []migration{
 		sqlite:   []string{`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscriber, due_us)`},
 		postgres: []string{`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscriber, due_us)`},
 	},
+	{ // 8: one row per live run of a Dispatcher, renewed while it lives,
+		// so that a restarted instance takes back the leases of its
+		// previous run once that run is gone, and never those of a live
+		// run of the same name; see runs.go. An existing database starts
+		// with none: the leases of runs that started before expire.
+		sqlite: []string{`CREATE TABLE webhook_runs (
+			owner      TEXT PRIMARY KEY,
+			instance   TEXT NOT NULL,
+			expires_us INTEGER NOT NULL
+		) STRICT, WITHOUT ROWID`,
+			`CREATE INDEX webhook_runs_instance ON webhook_runs (instance)`},
+		postgres: []string{`CREATE TABLE webhook_runs (
+			owner      TEXT PRIMARY KEY,
+			instance   TEXT NOT NULL,
+			expires_us BIGINT NOT NULL
+		)`,
+			`CREATE INDEX webhook_runs_instance ON webhook_runs (instance)`},
+	},
 }
 
 // migrateLockKey is the PostgreSQL advisory lock that serialises

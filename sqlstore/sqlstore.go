@@ -42,7 +42,11 @@
 // file, share the work: a delivery is claimed with a lease
 // ([Store.Claim]), renewed while its owner lives ([Store.Extend]), and
 // claimed by another owner once the lease expires. Each batch of claims,
-// acks or retries is one transaction.
+// acks or retries is one transaction. The Store also records which runs
+// of the dispatchers live ([Store.Beat]), so that an instance restarted
+// after a crash takes back at once the leases of its previous run, once
+// that run's record has expired, and never those of a live run of the
+// same name ([Store.TakeBack]).
 //
 // # Errors
 //

@@ -39,6 +39,7 @@ func RunOutbox(t *testing.T, newOutbox func(t *testing.T) (plantstore.Outbox, Cr
 		{"AckManyInOneCall", testAckMany},
 		{"ConcurrentOwners", testConcurrentOwners},
 		{"CancelledContext", testOutboxCancelled},
+		{"Runs", testRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

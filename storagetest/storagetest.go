@@ -27,7 +27,10 @@
 // subscriber), leases (Extend, expiry letting another owner claim),
 // retries and their due times, release to other owners, acks and the
 // removal of ended events, Depth, cancelled contexts, and concurrent
-// owners that never claim a delivery twice. The Outbox contract takes no
+// owners that never claim a delivery twice; and, for an outbox that is a
+// [plantstore.OutboxRuns], the records of runs (an instance's expired runs
+// taken back, a live one of the same instance and another instance's left
+// alone, a run ended handing back its leases). The Outbox contract takes no
 // clock: the suite sets the times it passes (leases and due times in the
 // past or an hour ahead) and polls with a deadline where it waits for a
 // lease to expire.

@@ -39,7 +39,7 @@ type Dispatcher struct {
 	// key is the signing key, swapped whole by SetSecret.
 	key    atomic.Pointer[[]byte]
 	log    *slog.Logger
-	owner  string   // this Dispatcher's name in the leases it takes
+	owner  string   // this run's name in the leases it takes, its own
 	keys   []string // the subscribers' keys in the outbox
 	subs   []*subscriber
 	wake   chan struct{}
@@ -104,15 +104,15 @@ func New(source plantstore.Outbox, subscribers []string, secret []byte, opts ...
 		source: source,
 		cfg:    cfg,
 		log:    cfg.logger,
-		owner:  cfg.owner,
 		wake:   make(chan struct{}, 1),
 	}
 	d.key.Store(&key)
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	if d.owner == "" {
-		d.owner = "dispatcher_" + rand.Text()
+	d.owner = "dispatcher_" + rand.Text()
+	if cfg.instance != "" {
+		d.owner = cfg.instance + runSep + rand.Text()[:16]
 	}
 	if err := d.addSubscribers(subscribers); err != nil {
 		return nil, err
@@ -140,6 +140,7 @@ func (c *config) setDefaults() error {
 		{"max age", &c.maxAge, DefaultMaxAge},
 		{"poll interval", &c.pollInterval, DefaultPollInterval},
 		{"lease", &c.lease, DefaultLease},
+		{"heartbeat", &c.heartbeat, DefaultHeartbeat},
 		{"stats interval", &c.statsInterval, DefaultStatsInterval},
 	} {
 		switch {
@@ -263,6 +264,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// runSep separates the instance's name from the run id in a lease owner.
+const runSep = " run "
+
 // errStopped is begin's error for a Dispatcher stopped before it ran.
 var errStopped = errors.New("webhook: dispatcher stopped")
 
@@ -303,33 +307,24 @@ func (d *Dispatcher) Stop() {
 func (d *Dispatcher) run(ctx context.Context) {
 	defer close(d.done)
 	defer d.cancel()
-	d.takeBack(ctx)
+	runs, _ := d.source.(plantstore.OutboxRuns)
+	if d.cfg.instance == "" {
+		runs = nil
+	}
 	var wg sync.WaitGroup
+	if runs != nil {
+		r := &runRecord{d: d, runs: runs, others: 1}
+		r.lockRun(ctx)
+		r.beat(ctx)
+		wg.Go(func() { r.keep(ctx) })
+		defer r.end(ctx)
+	}
 	for _, s := range d.subs {
 		wg.Go(func() { s.run(ctx) })
 	}
 	wg.Go(func() { d.fanOut(ctx) })
 	wg.Go(func() { d.logStats(ctx) })
 	wg.Wait()
-}
-
-// takeBack ends the leases a Dispatcher of the same name held, when the
-// name was given (see [WithOwner]) and the outbox can. Should it fail,
-// the leases expire as they would have.
-func (d *Dispatcher) takeBack(ctx context.Context) {
-	r, ok := d.source.(plantstore.OutboxReleaser)
-	if !ok || d.cfg.owner == "" {
-		return
-	}
-	n, err := r.Release(ctx, d.owner)
-	switch {
-	case err != nil:
-		d.log.LogAttrs(ctx, slog.LevelWarn, "webhook: could not take back the deliveries of this owner's last run; they wait for their leases",
-			slog.String("owner", d.owner), slog.Any("err", err))
-	case n > 0:
-		d.log.LogAttrs(ctx, slog.LevelInfo, "webhook: took back the deliveries this owner's last run held",
-			slog.String("owner", d.owner), slog.Int("deliveries", n))
-	}
 }
 
 // fanOut creates the deliveries of new events whenever Notify is called,

@@ -20,7 +20,11 @@
 // a [github.com/plantstore/plantstore/sqlstore.Store] on one database:
 // they split its deliveries by claiming them with a lease, so that each
 // event reaches each subscriber once while they all live, and at least
-// once when one dies.
+// once when one dies. Each run of a Dispatcher leases under an owner of
+// its own; named for its instance ([WithInstance]), a restarted process
+// takes back what its previous run held as soon as that run is known gone
+// ([WithRunLock], [WithHeartbeat]), never what a live run of the same name
+// holds.
 //
 // Each subscriber gets up to [DefaultConcurrency] attempts at once over
 // kept-alive connections, in no promised order. The outbox is read and

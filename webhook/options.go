@@ -17,6 +17,7 @@ const (
 	DefaultMaxInFlight    = 1000
 	DefaultLease          = 30 * time.Second
 	DefaultStatsInterval  = 30 * time.Second
+	DefaultHeartbeat      = 10 * time.Second
 )
 
 // An Option configures the [Dispatcher] returned by [New]. A zero
@@ -33,7 +34,9 @@ type config struct {
 	concurrency    int
 	maxInFlight    int
 	lease          time.Duration
-	owner          string
+	instance       string
+	heartbeat      time.Duration
+	runLock        string
 	statsInterval  time.Duration
 	logger         *slog.Logger
 	hooks          Hooks
@@ -109,17 +112,66 @@ func WithLease(d time.Duration) Option {
 	return func(cfg *config) { cfg.lease = d }
 }
 
-// WithOwner names the Dispatcher in the leases it takes. A Dispatcher
-// that starts under the name of one that did not stop cleanly, such as
-// the same process restarted after a crash, takes back at once the
-// deliveries that one held, when the outbox is a
-// [plantstore.OutboxReleaser], instead of waiting for their leases; a
-// clean stop hands them back itself. Two running Dispatchers sharing an
-// outbox must never share a name: give each process its own, stable
-// across its restarts (cmd/plantstore uses its host name and address).
-// Default: a random name, new for every Dispatcher.
-func WithOwner(name string) Option {
-	return func(cfg *config) { cfg.owner = name }
+// WithInstance names the instance the Dispatcher runs for: a name that
+// stays the same across the restarts of one process, such as its host
+// name and address (cmd/plantstore's). Each run of the Dispatcher claims
+// under a lease owner of its own, the name followed by a random run id,
+// so that live Dispatchers never share an owner, however they are named:
+// two containers of one service with one host name, both listening on
+// [::]:8080, are two runs of one instance, each keeping its own leases.
+//
+// When the outbox is a [plantstore.OutboxRuns], a named Dispatcher keeps
+// a record of its run there, renewed every third of [WithHeartbeat]'s
+// time while it lives, and takes back the deliveries that earlier runs
+// of the same instance held once they are known gone: at once when the
+// run lock of [WithRunLock] shows it, or else once their records have
+// expired. So a process restarted after a crash or kill -9 delivers what
+// its previous run held at once, or about the heartbeat's time after it
+// starts, instead of waiting for the leases ([WithLease]); a clean stop
+// hands them back itself. The leases of a run that still renews its
+// record are never taken: a live twin keeps its deliveries. Default: no
+// instance, and a random owner, new for every Dispatcher, whose leases
+// only expire.
+func WithInstance(name string) Option {
+	return func(cfg *config) { cfg.instance = name }
+}
+
+// WithOwner is WithInstance, its former name.
+//
+// Deprecated: use [WithInstance]. The name no longer is the lease owner
+// itself: each run adds an id of its own.
+func WithOwner(name string) Option { return WithInstance(name) }
+
+// WithHeartbeat sets how long the record of a Dispatcher's run (see
+// [WithInstance]) outlives its last renewal, made every third of d. A run
+// takes back what expired runs of its instance held only once it has
+// renewed its own record for d without a failure, so that a live twin
+// that lost the outbox as it did has renewed its own meanwhile: without a
+// run lock ([WithRunLock]), a restart takes back what a crashed run held
+// about d after it starts. A live run that cannot reach the outbox for
+// longer than d, or stalls that long, while another run of its instance
+// can, is taken for gone, and the deliveries it is attempting may then be
+// made twice, as when a lease expires. Default [DefaultHeartbeat], 10s.
+func WithHeartbeat(d time.Duration) Option {
+	return func(cfg *config) { cfg.heartbeat = d }
+}
+
+// WithRunLock names a file on a local file system that each run of the
+// Dispatcher's instance (see [WithInstance]) locks while it lives, and
+// in which it writes its lease owner. The lock ends with the process,
+// however it ends, kill -9 included: a run that finds the file unlocked
+// knows that the run named in it is gone, and takes back at once what
+// that run held, without waiting for its record to expire
+// ([WithHeartbeat]). A run that cannot lock the file, because another
+// live run of the instance on the same file system holds it, or because
+// the file cannot be made, goes without, and says so at debug level. A
+// run that stops cleanly, its leases handed back, removes the file.
+// Give each instance a file of its own, the same across its restarts
+// (cmd/plantstore uses one named after the instance, in its state
+// directory or the temporary directory). On a system without flock, such
+// as Windows, the file is not used. Default: none.
+func WithRunLock(path string) Option {
+	return func(cfg *config) { cfg.runLock = path }
 }
 
 // WithStatsInterval sets how often the outbox depth and the delivery rate

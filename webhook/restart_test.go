@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -145,7 +146,8 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 // leased to it, as after kill -9.
 type deadOutbox struct {
 	plantstore.Outbox
-	dead atomic.Bool
+	dead      atomic.Bool
+	takeBacks atomic.Int64 // TakeBack calls that reached the outbox
 }
 
 var errKilled = errors.New("the process was killed")
@@ -178,18 +180,117 @@ func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
 	return o.Outbox.Ack(ctx, sub, seqs)
 }
 
-// TestRestartTakesBackItsLeases kills a Dispatcher named by WithOwner while
-// it holds deliveries leased for an hour, and checks that a Dispatcher
-// started under the same name, as the same process restarted, delivers
-// them at once, and that one under another name is not given them.
+func (o *deadOutbox) Beat(ctx context.Context, instance, owner string, ttl time.Duration) (bool, error) {
+	if o.dead.Load() {
+		return false, errKilled
+	}
+	return o.Outbox.(plantstore.OutboxRuns).Beat(ctx, instance, owner, ttl)
+}
+
+func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int, int, error) {
+	if o.dead.Load() {
+		return 0, 0, errKilled
+	}
+	o.takeBacks.Add(1)
+	return o.Outbox.(plantstore.OutboxRuns).TakeBack(ctx, instance, owner)
+}
+
+func (o *deadOutbox) EndRun(ctx context.Context, owner string) (int, error) {
+	if o.dead.Load() {
+		return 0, errKilled
+	}
+	return o.Outbox.(plantstore.OutboxRuns).EndRun(ctx, owner)
+}
+
+// TestRestartTakesBackItsLeases kills a Dispatcher of a named instance
+// (WithInstance) while it holds deliveries leased for an hour, and checks
+// that a Dispatcher started for the same instance, as the same process
+// restarted, delivers them rather than wait for the hour, and that
+// another process is not given them: once the killed run's record has
+// expired and the restarted one has renewed its own for as long, a second
+// each; or at once, before the record expires, an hour later, when the
+// run lock (WithRunLock) the killed run held shows it gone.
 func TestRestartTakesBackItsLeases(t *testing.T) {
 	t.Parallel()
-	const n, owner = 20, "plantstore host-1 10.0.0.1:8080"
-	rc, hold := newHoldingReceiver(t)
+	for _, tt := range []struct {
+		name    string
+		opts    func(lock string) []webhook.Option
+		knownBy string
+	}{
+		{"record expired", func(string) []webhook.Option { return []webhook.Option{webhook.WithHeartbeat(time.Second)} }, ""},
+		{"run lock", func(lock string) []webhook.Option {
+			return []webhook.Option{webhook.WithHeartbeat(time.Hour), webhook.WithRunLock(lock)}
+		}, "known_gone_by=\"run lock\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
+			rc, hold := newHoldingReceiver(t)
+			dir := t.TempDir()
+			s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+			subs := []string{rc.url()}
+			opts := append(tt.opts(filepath.Join(dir, "run.lock")), webhook.WithInstance(instance), webhook.WithLease(time.Hour))
+			dying := &deadOutbox{Outbox: s}
+			d1, _, stop1 := start(t, dying, subs, append(opts, webhook.WithConcurrency(4))...)
+			ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+			for id := range int64(n) {
+				mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+			}
+			testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
+				attempts, _, _ := rc.stats()
+				return len(attempts) == 4
+			})
+			// A claim of another process finds nothing once the Dispatcher
+			// holds every delivery; its lease ends as it is taken, so that
+			// what it might find before then stays free.
+			testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
+				ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
+				return err == nil && len(ds) == 0
+			})
+			dying.dead.Store(true)
+			stop1() // its hand-back fails: the leases stay with the killed run; its run lock ends
+			hold.Store(false)
+
+			_, l, _ := start(t, s, subs, opts...)
+			testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+			if got := l.String(); !strings.Contains(got, "took back the deliveries this instance's previous run held") || !strings.Contains(got, tt.knownBy) {
+				t.Errorf("the restarted Dispatcher did not log that it took back its deliveries (%s):\n%s", tt.knownBy, got)
+			}
+			want := make([]int64, 0, n)
+			for id := range int64(n) {
+				want = append(want, id)
+			}
+			if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+				t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLiveTwinKeepsItsLeases starts a second Dispatcher for the instance
+// of one that runs and holds every delivery, as two containers of one
+// service with one host name and address do, and checks that the second
+// never takes the first's deliveries: each is delivered once, by the
+// first. When both claimed under the instance's name, the second took
+// back the first's leases as a restart would, and delivered them again.
+func TestLiveTwinKeepsItsLeases(t *testing.T) {
+	t.Parallel()
+	const n, instance = 20, "plantstore twin [::]:8080"
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		select {
+		case <-release:
+			return http.StatusNoContent
+		case <-r.Context().Done():
+			return http.StatusServiceUnavailable
+		}
+	})
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
-	dying := &deadOutbox{Outbox: s}
-	d1, _, stop1 := start(t, dying, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
+	// Both on one run lock file, as on one host: the second cannot take it.
+	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(2 * time.Second), webhook.WithLease(time.Hour),
+		webhook.WithConcurrency(4), webhook.WithAttemptTimeout(time.Minute), webhook.WithRunLock(filepath.Join(t.TempDir(), "run.lock"))}
+	d1, l1, _ := start(t, s, subs, opts...)
 	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
@@ -198,28 +299,113 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 		attempts, _, _ := rc.stats()
 		return len(attempts) == 4
 	})
-	// A claim of another process finds nothing once the Dispatcher holds
-	// every delivery; its lease ends as it is taken, so that what it
-	// might find before then stays free.
 	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
 		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
 		return err == nil && len(ds) == 0
 	})
-	dying.dead.Store(true)
-	stop1() // its hand-back fails: the leases stay with owner
-	hold.Store(false)
 
-	_, l, _ := start(t, s, subs, webhook.WithOwner(owner), webhook.WithLease(time.Hour))
-	testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
-	if !strings.Contains(l.String(), "took back the deliveries this owner's last run held") {
-		t.Errorf("the restarted Dispatcher did not log that it took back its deliveries:\n%s", l)
+	_, l2, _ := start(t, s, subs, opts...)
+	// Once the second has renewed its record for as long as a record
+	// lives, it takes back what expired, and knows the first for a live
+	// twin.
+	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to find the first alive", func() bool {
+		return strings.Contains(l2.String(), "other live runs share this instance's name")
+	})
+	close(release)
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
 	}
-	want := make([]int64, 0, n)
+	for _, l := range []*logs{l1, l2} {
+		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
+			t.Errorf("a live run's deliveries were taken back:\n%s", got)
+		}
+	}
+}
+
+// TestOutageTakesNoLiveTwinsLeases cuts two live Dispatchers of one
+// instance, each holding deliveries, off the outbox for longer than their
+// records live, as an outage of the database does, then gives it back to
+// both at once, and checks that neither takes the other's deliveries:
+// each is attempted once.
+func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
+	t.Parallel()
+	const n, instance, heartbeat = 20, "plantstore twin [::]:8080", 2 * time.Second
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		select {
+		case <-release:
+			return http.StatusNoContent
+		case <-r.Context().Done():
+			return http.StatusServiceUnavailable
+		}
+	})
+	path := filepath.Join(t.TempDir(), "plants.db")
+	s, _ := openSQLite(t, path)
+	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	subs := []string{rc.url()}
+	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(heartbeat), webhook.WithLease(time.Hour),
+		webhook.WithConcurrency(4), webhook.WithMaxInFlight(n / 2), webhook.WithAttemptTimeout(time.Minute)}
+	w1, w2 := &deadOutbox{Outbox: s}, &deadOutbox{Outbox: s}
+	d1, l1, _ := start(t, w1, subs, opts...)
+	_, l2, _ := start(t, w2, subs, opts...)
+	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
 	for id := range int64(n) {
-		want = append(want, id)
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
-		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
+	// Four attempts at a time each: with eight held, both hold some.
+	testkit.WaitUntil(t, time.Minute, "eight requests held by the subscriber", func() bool {
+		attempts, _, _ := rc.stats()
+		return len(attempts) == 8
+	})
+
+	w1.dead.Store(true)
+	w2.dead.Store(true)
+	testkit.WaitUntil(t, time.Minute, "both runs' records to expire", func() bool {
+		var expired int
+		err := db.QueryRow(`SELECT count(*) FROM webhook_runs WHERE expires_us < ?1`, time.Now().UnixMicro()).Scan(&expired)
+		return err == nil && expired == 2
+	})
+	before1, before2 := w1.takeBacks.Load(), w2.takeBacks.Load()
+	w1.dead.Store(false)
+	w2.dead.Store(false)
+	testkit.WaitUntil(t, time.Minute, "both runs to look for runs to take back after the outage", func() bool {
+		return w1.takeBacks.Load() > before1 && w2.takeBacks.Load() > before2
+	})
+	close(release)
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
+	}
+	for _, l := range []*logs{l1, l2} {
+		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
+			t.Errorf("a live run's deliveries were taken back:\n%s", got)
+		}
+	}
+}
+
+// TestRunLockRemovedAtCleanStop checks that a run holds its run lock
+// file while it lives and removes it once it has stopped cleanly, having
+// handed back what it held: nothing is left for the next run to learn.
+func TestRunLockRemovedAtCleanStop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+	lock := filepath.Join(dir, "run.lock")
+	_, _, stop := start(t, s, []string{"http://127.0.0.1:1/hook"}, webhook.WithInstance("plantstore host-1 10.0.0.1:8080"), webhook.WithRunLock(lock))
+	testkit.WaitUntil(t, time.Minute, "the run lock file to name the run", func() bool {
+		b, err := os.ReadFile(lock)
+		return err == nil && strings.HasPrefix(string(b), "plantstore host-1 10.0.0.1:8080 run ")
+	})
+	stop()
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run lock file after a clean stop: %v, want it removed", err)
 	}
 }
 

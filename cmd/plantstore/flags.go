@@ -61,10 +61,14 @@ type options struct {
 	// path instead of serving (see probe).
 	probe string
 
-	// instance names this process in the webhook leases it takes: its host
-	// name and the address -addr bound, the same across its restarts and
-	// different from every other instance's (see instanceName).
+	// instance names the webhook instance this process runs: its host
+	// name and the address -addr bound, the same across its restarts; live
+	// processes may share it, each run leasing under an owner of its own
+	// (see instanceName).
 	instance string
+	// runLock is the file the webhook runs of this instance lock while
+	// they live (see runLockPath).
+	runLock string
 
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.

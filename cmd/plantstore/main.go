@@ -129,6 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer srv.Close()
 	o.instance = instanceName(srv.Addr())
+	o.runLock = runLockPath(o.addr, o.instance, getenv)
 
 	// Flushed last, once the requests and the deliveries have ended.
 	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)

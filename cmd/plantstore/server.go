@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,18 +53,45 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 	return srv, err
 }
 
-// instanceName names the process listening on addr in the webhook leases
-// it takes, so that restarted on the same host and address it takes back
-// at once the deliveries it held when it was killed (webhook.WithOwner),
-// and no other instance of a fleet shares the name: two processes cannot
-// listen on one address of one host. With -addr's port 0 the name changes
-// at every start, and a restart waits for the leases, -webhook-lease.
+// instanceName names the process listening on addr as the webhook
+// instance it runs (webhook.WithInstance): restarted on the same host and
+// address after a crash or kill -9, it takes back the deliveries its
+// previous run held as soon as that run's record in the outbox expires,
+// instead of waiting out -webhook-lease. Two live processes may share the
+// name (containers of one service with one host name all listen on
+// [::]:8080): each run claims under an owner of its own, and the
+// deliveries of a run that still renews its record are never taken back.
+// With -addr's port 0 the name changes at every start, and a restart
+// waits for the leases. A restart on the same host does not even wait for
+// the record to expire: the run lock (runLockPath) shows the previous run
+// gone.
 func instanceName(addr net.Addr) string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host"
 	}
 	return "plantstore " + host + " " + addr.String()
+}
+
+// runLockPath returns the file that the webhook runs of instance lock
+// while they live (webhook.WithRunLock), so that a restart on the same
+// host knows at once that its previous run is gone, kill -9 included: in
+// the service's state directory under systemd (STATE_DIRECTORY, which
+// outlives a restart, where PrivateTmp's /tmp does not), or else the
+// temporary directory, named after the instance. It returns "", no run
+// lock, when -addr (addr) asks for a port the system chooses: the instance
+// is then named anew at each start, and its file would only be left
+// behind.
+func runLockPath(addr, instance string, getenv func(string) string) string {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
+		return ""
+	}
+	dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(instance))
+	return filepath.Join(dir, "plantstore-webhook-"+hex.EncodeToString(sum[:8])+".lock")
 }
 
 // serve says where srv serves, on stdout and in the log, and serves

@@ -79,7 +79,8 @@ func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plants
 	defer sec.mu.Unlock()
 	d, psOpts, err := webhook.Start(ctx, storage, o.webhooks, []byte(sec.webhookSecret), append([]webhook.Option{
 		webhook.WithLease(o.webhookLease),
-		webhook.WithOwner(o.instance),
+		webhook.WithInstance(o.instance),
+		webhook.WithRunLock(o.runLock),
 		webhook.WithLogger(logger),
 		webhook.WithMemoryOutbox(webhook.WithMaxPending(o.webhookMaxPending), webhook.WithMaxPendingBytes(o.webhookMaxPendingBytes)),
 	}, wopts...)...)
