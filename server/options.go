@@ -89,8 +89,13 @@ const PprofPath = "/debug/pprof/"
 // WithPprof serves Go's profiles (net/http/pprof) under [PprofPath] on
 // the listener of [WithMetrics], which it needs, and never on the first:
 // profiles show the program's insides and cost CPU, for the operator's
-// network only. (The pprof package's init also registers them on
-// [http.DefaultServeMux], which the server does not serve.)
+// network only. A CPU profile or trace whose seconds reach the listener's
+// write deadline (Timeouts Read + Handler + Write, 45 s by default) is
+// answered 400 with a line saying so, as are profile requests without
+// seconds when the default (30 for a CPU profile) reaches it; with no
+// write deadline (Timeouts.Write zero) none is refused. (The pprof
+// package's init also registers them on [http.DefaultServeMux], which the
+// server does not serve.)
 func WithPprof() Option {
 	return func(c *config) { c.pprof = true }
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -246,10 +247,51 @@ func (s *Server) metricsHandler() http.Handler {
 	mux.Handle("/", h)
 	mux.HandleFunc(PprofPath, pprof.Index)
 	mux.HandleFunc(PprofPath+"cmdline", pprof.Cmdline)
-	mux.HandleFunc(PprofPath+"profile", pprof.Profile)
+	mux.HandleFunc(PprofPath+"profile", s.boundedProfile(pprof.Profile, "CPU profile", profileSeconds))
 	mux.HandleFunc(PprofPath+"symbol", pprof.Symbol)
-	mux.HandleFunc(PprofPath+"trace", pprof.Trace)
+	mux.HandleFunc(PprofPath+"trace", s.boundedProfile(pprof.Trace, "trace", traceSeconds))
 	return mux
+}
+
+// profileSeconds and traceSeconds read a request's seconds as
+// net/http/pprof's Profile and Trace do: Profile takes a whole number and
+// 30 for anything else, Trace any number and 1 for anything else.
+func profileSeconds(v string) float64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 30
+	}
+	return float64(n)
+}
+
+func traceSeconds(v string) float64 {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return 1
+	}
+	return f
+}
+
+// boundedProfile returns h, a profile of net/http/pprof that lasts the
+// seconds its request asks for, refusing with 400 and a line saying why a
+// request whose seconds (as seconds reads them) reach the listener's
+// write deadline: net/http/pprof would move the deadline itself and keep
+// the connection as long as asked. Without a write deadline it is h.
+func (s *Server) boundedProfile(h http.HandlerFunc, what string, seconds func(string) float64) http.HandlerFunc {
+	limit := s.cfg.timeouts.writeDeadline()
+	if limit == 0 {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if sec := seconds(r.FormValue("seconds")); !(sec < limit.Seconds()) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "a %s of %v seconds is refused: it must end within the write deadline of %v (Timeouts Read + Handler + Write); ask for fewer seconds\n", what, sec, limit)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // Close closes the listeners and every connection at once, without a
