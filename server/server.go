@@ -69,6 +69,11 @@ func (e *ListenError) Unwrap() error { return e.Err }
 // bound. Options that do not fit (a negative timeout, [WithPprof] without
 // [WithMetrics]) are an error too.
 //
+// When every client deadline of [WithTimeouts] is off (all of ReadHeader,
+// Read, Write and Idle zero), Listen logs a warning for each listener
+// bound beyond loopback (0.0.0.0, a public address), where nothing then
+// bounds how long a client holds a connection.
+//
 // Unless [WithReloadOn] says otherwise, from Listen until [Server.Close]
 // SIGHUP no longer ends the process: while [Server.Serve] runs, it
 // reloads (see [Server.Reload]), and one that came before reloads once
@@ -109,6 +114,7 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 			return nil, &ListenError{Addr: cfg.metricsAddr, Metrics: true, Err: err}
 		}
 	}
+	s.warnUnbounded()
 	s.reloadOn = cfg.reloadOn
 	if cfg.ownSignal {
 		s.hup = make(chan os.Signal, 1)
@@ -118,6 +124,26 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 	// The configuration Listen starts with counts as the first load.
 	s.stats.lastOK.Store(time.Now().UnixNano())
 	return s, nil
+}
+
+// warnUnbounded logs a warning when every client deadline is off and a
+// listener takes connections from beyond the host: nothing then bounds
+// how long a slow or idle client holds a connection, which is for servers
+// behind a proxy that bounds its clients itself.
+func (s *Server) warnUnbounded() {
+	if t := s.cfg.timeouts; t.ReadHeader != 0 || t.Read != 0 || t.Write != 0 || t.Idle != 0 {
+		return
+	}
+	for _, ln := range []net.Listener{s.ln, s.metricsLn} {
+		if ln == nil {
+			continue
+		}
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+			continue
+		}
+		s.logger.Warn("every client deadline is off on an address beyond loopback: a slow or idle client holds its connection as long as it likes; do this only behind a proxy that bounds its clients",
+			"addr", ln.Addr().String())
+	}
 }
 
 // check returns an error for the first option that does not fit.
