@@ -55,9 +55,11 @@ func WithShutdownTimeout(d time.Duration) Option {
 }
 
 // WithLogger sets where the server logs: its start of a drain, its
-// reloads, a TLS key file others may read, and net/http's own complaints
-// (a TLS handshake that failed, a panic in a handler) at level Warn. The
-// default is [slog.Default].
+// reloads, a TLS key file others may read, client deadlines all off
+// beyond loopback, net/http's own complaints (a panic in a handler) at
+// level Warn, and TLS handshakes that failed at level Debug, at most one
+// line a minute (they are counted in [Stats]). The default is
+// [slog.Default].
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }

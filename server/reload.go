@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/logthrottle"
 )
 
 // A reloader is one thing Reload re-reads: the certificate of WithTLS, or
@@ -146,30 +148,52 @@ func (s *Server) Stats() Stats {
 }
 
 // errorLog returns the log.Logger net/http writes its complaints to: the
-// server's logger at level Warn. With countTLS, it also counts the
-// handshakes that failed, which net/http reports only there, as lines
-// beginning "http: TLS handshake error" (TestTLSHandshakeErrorsCounted
-// fails if a Go release changes that).
+// server's logger at level Warn. With countTLS, the handshakes that
+// failed, which net/http reports only there, as lines beginning "http:
+// TLS handshake error" (TestTLSHandshakeErrorsCounted fails if a Go
+// release changes that), are counted instead, and logged at level Debug
+// as "TLS handshake failed", at most one line a minute and then a summary
+// with how many were held back: a load balancer's TCP check or a port
+// scan makes one at every connection.
 func (s *Server) errorLog(countTLS bool) *log.Logger {
 	l := slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)
 	if !countTLS {
 		return l
 	}
-	return log.New(&handshakeCounter{w: l.Writer(), n: &s.stats.tlsHandshakeErrors}, "", 0)
+	return log.New(&handshakeCounter{
+		w:   l.Writer(),
+		n:   &s.stats.tlsHandshakeErrors,
+		log: slog.New(logthrottle.New(s.logger.Handler(), handshakeLogEvery)),
+	}, "", 0)
 }
+
+// handshakeLogEvery is how often, at most, a failed TLS handshake is
+// logged.
+const handshakeLogEvery = time.Minute
 
 // A handshakeCounter counts the lines of failed TLS handshakes that pass
-// through it on their way to w.
+// through it, logging them to log at level Debug, and passes the other
+// lines on to w.
 type handshakeCounter struct {
-	w io.Writer
-	n *atomic.Uint64
+	w   io.Writer
+	n   *atomic.Uint64
+	log *slog.Logger
 }
 
-var tlsHandshakeError = []byte("http: TLS handshake error")
+var tlsHandshakeError = []byte("http: TLS handshake error from ")
 
 func (c *handshakeCounter) Write(p []byte) (int, error) {
-	if bytes.HasPrefix(p, tlsHandshakeError) {
-		c.n.Add(1)
+	if !bytes.HasPrefix(p, tlsHandshakeError) {
+		return c.w.Write(p)
 	}
-	return c.w.Write(p)
+	c.n.Add(1)
+	ctx := context.Background()
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
+		return len(p), nil
+	}
+	// "http: TLS handshake error from ADDR: ERR": no address holds ": ".
+	from, why, _ := strings.Cut(string(bytes.TrimSpace(p[len(tlsHandshakeError):])), ": ")
+	c.log.LogAttrs(ctx, slog.LevelDebug, "TLS handshake failed",
+		slog.String("remote", from), slog.String("err", why))
+	return len(p), nil
 }
