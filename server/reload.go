@@ -32,7 +32,11 @@ type reloader struct {
 //
 // Reloads never run two at a time: a Reload waits for the one under way.
 // After [Server.Close], Reload does nothing. [Server.Serve] calls it at
-// each signal of [WithReloadOn], SIGHUP by default.
+// each signal of [WithReloadOn], SIGHUP by default; signals that come
+// while a reload runs are taken all the same, and make one more reload
+// once it ends (logged as "reload asked for during a reload: reloading
+// again once it ends"). Each function of [WithReload] must return in
+// bounded time: Serve and Close wait for a reload under way.
 func (s *Server) Reload() {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -72,7 +76,9 @@ func listOrNone(l []string) string {
 
 // watch reloads s at each signal of reloadOn until ctx ends or the
 // returned function is called; that function returns once a reload under
-// way has ended.
+// way has ended. Signals keep being taken while a reload runs: those that
+// come during one make one more reload once it ends (the files may have
+// changed after it read them), logged so, and are never dropped.
 func (s *Server) watch(ctx context.Context) (stop func()) {
 	if s.reloadOn == nil {
 		return func() {}
@@ -81,12 +87,30 @@ func (s *Server) watch(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var running <-chan struct{} // closed when the reload under way ends; nil when none runs
+		again := false
 		for {
 			select {
 			case <-ctx.Done():
+				if running != nil {
+					<-running
+				}
 				return
 			case <-s.reloadOn:
-				s.Reload()
+				if running == nil {
+					running = s.reloadInBackground()
+					continue
+				}
+				if !again {
+					s.logger.Info("reload asked for during a reload: reloading again once it ends")
+				}
+				again = true
+			case <-running:
+				running = nil
+				if again {
+					again = false
+					running = s.reloadInBackground()
+				}
 			}
 		}
 	}()
@@ -94,6 +118,17 @@ func (s *Server) watch(ctx context.Context) (stop func()) {
 		cancel()
 		<-done
 	}
+}
+
+// reloadInBackground runs Reload in a goroutine of its own and returns a
+// channel closed when it has ended.
+func (s *Server) reloadInBackground() <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		s.Reload()
+	}()
+	return c
 }
 
 // Stats counts what an operator of a [Server] watches, for metrics

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -132,5 +133,52 @@ func TestNoReloadAfterClose(t *testing.T) {
 	srv.Reload()
 	if calls != 1 || logged(logs.String(), "configuration reloaded") != 1 {
 		t.Errorf("Reload after Close called the reload function %d times in all and logged:\n%s", calls, logs)
+	}
+}
+
+// TestSignalDuringReloadReloadsAgain checks that signals that come while
+// a reload runs are taken at once, even from an unbuffered channel, and
+// make one more reload once it ends, with a line saying so: none is
+// dropped, and a burst costs one reload, not one each.
+func TestSignalDuringReloadReloadsAgain(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	reload := make(chan os.Signal)
+	srv := start(t, http.NotFoundHandler(), server.WithReloadOn(reload),
+		server.WithReload("tokens", func() (bool, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-release
+			}
+			return true, nil
+		}, nil))
+	reload <- os.Interrupt
+	<-entered
+	for i := range 3 {
+		select {
+		case reload <- os.Interrupt:
+		case <-time.After(wait):
+			t.Fatalf("signal %d during the reload not taken in %v", i+2, wait)
+		}
+	}
+	close(release)
+	testkit.WaitUntil(t, wait, "the second reload", func() bool { return srv.Stats().Reloads == 2 })
+	// Serve returns once the reload under way has ended: no other follows.
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 2 {
+		t.Errorf("%d reloads, want 2: the first, and one for the three signals during it", calls)
+	}
+	if n := logged(srv.logs.String(), "reload asked for during a reload: reloading again once it ends"); n != 1 {
+		t.Errorf("%d lines saying a reload follows, want 1:\n%s", n, srv.logs)
 	}
 }
