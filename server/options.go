@@ -111,7 +111,7 @@ func WithPprof() Option {
 // tokens=3. Reloads are called in the order given, after the certificate
 // of [WithTLS], and never two at a time.
 func WithReload(name string, reload func() (changed bool, err error), attrs func() []slog.Attr) Option {
-	return func(c *config) { c.reloaders = append(c.reloaders, reloader{name, reload, attrs}) }
+	return func(c *config) { c.reloaders = append(c.reloaders, reloader{name: name, reload: reload, attrs: attrs}) }
 }
 
 // WithReloadOn makes the server reload at each value received on c while

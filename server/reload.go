@@ -19,6 +19,14 @@ type reloader struct {
 	name   string
 	reload func() (changed bool, err error)
 	attrs  func() []slog.Attr // nil: none
+	st     *reloadCounters    // set by Listen
+}
+
+// reloadCounters are what Stats reads of one reloader.
+type reloadCounters struct {
+	failures atomic.Uint64
+	lastOK   atomic.Int64 // Unix nanoseconds
+	failing  atomic.Bool
 }
 
 // Reload re-reads the certificate of [WithTLS] and calls the functions of
@@ -47,6 +55,12 @@ func (s *Server) Reload() {
 	var attrs []slog.Attr
 	for _, r := range s.reloaders {
 		ok, err := r.reload()
+		if err != nil {
+			r.st.failures.Add(1)
+		} else {
+			r.st.lastOK.Store(time.Now().UnixNano())
+		}
+		r.st.failing.Store(err != nil)
 		switch {
 		case err != nil:
 			failed = append(failed, r.name)
@@ -144,6 +158,10 @@ type Stats struct {
 	// LastReloadFailed reports whether the last reload kept an old value
 	// after an error: what is in use is not what the files now hold.
 	LastReloadFailed bool
+	// Reloaded has the counts of each thing a reload re-reads: the
+	// certificate of [WithTLS] ("certificate"), then those of
+	// [WithReload], in the order given.
+	Reloaded []ReloadedStats
 	// TLSHandshakeErrors counts the TLS handshakes that failed on the
 	// main listener: a client that offers no version or cipher the
 	// server takes, does not trust its certificate, speaks plain HTTP
@@ -151,6 +169,24 @@ type Stats struct {
 	// does). A rise after a reload of the certificate says clients
 	// refuse the new one.
 	TLSHandshakeErrors uint64
+}
+
+// ReloadedStats are the counts of one thing a reload re-reads.
+type ReloadedStats struct {
+	// Name is "certificate", or the name given to [WithReload].
+	Name string
+	// Failures counts the reloads of it that failed and kept its old
+	// value.
+	Failures uint64
+	// LastSuccess is when the value in use was read: the end of the last
+	// reload of it that succeeded, or, before any, when [Listen]
+	// returned.
+	LastSuccess time.Time
+	// Failing reports whether the last reload of it failed: the value in
+	// use is not what its file now holds (a token revoked in the file may
+	// still be accepted). The error line of that reload says why, and for
+	// a token file which line was refused.
+	Failing bool
 }
 
 // counters are what Stats reads.
@@ -173,7 +209,17 @@ func (c *counters) reloaded(ok bool) {
 
 // Stats returns the server's counts. It is safe to call at any time.
 func (s *Server) Stats() Stats {
+	reloaded := make([]ReloadedStats, len(s.reloaders))
+	for i, r := range s.reloaders {
+		reloaded[i] = ReloadedStats{
+			Name:        r.name,
+			Failures:    r.st.failures.Load(),
+			LastSuccess: time.Unix(0, r.st.lastOK.Load()),
+			Failing:     r.st.failing.Load(),
+		}
+	}
 	return Stats{
+		Reloaded:           reloaded,
 		Reloads:            s.stats.reloads.Load(),
 		FailedReloads:      s.stats.failedReloads.Load(),
 		LastReload:         time.Unix(0, s.stats.lastOK.Load()),

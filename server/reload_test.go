@@ -78,7 +78,8 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 			t.Errorf("%s: log lines (-want +got):\n%s", step.name, diff)
 		}
 	}
-	want := server.Stats{Reloads: 2, FailedReloads: 2}
+	want := server.Stats{Reloads: 2, FailedReloads: 2, Reloaded: []server.ReloadedStats{
+		{Name: "tokens", Failures: 1}, {Name: "webhook secret", Failures: 2}}}
 	got := srv.Stats()
 	if diff := cmp.Diff(want, got, cmpIgnoreTime); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
@@ -86,7 +87,42 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 }
 
 // cmpIgnoreTime leaves Stats.LastReload out of a comparison.
-var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "LastReload" }, cmp.Ignore())
+var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool {
+	return p.String() == "LastReload" || p.String() == "Reloaded.LastSuccess"
+}, cmp.Ignore())
+
+// TestStatsOfEachReloaded checks the counts of each thing reloaded: a
+// failed reload of one counts a failure and marks it failing, keeping the
+// time of its last success, while the other succeeds; a good reload then
+// clears it and moves its time on.
+func TestStatsOfEachReloaded(t *testing.T) {
+	t.Parallel()
+	tokens, secret := &fakeReload{}, &fakeReload{}
+	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(slog.New(slog.DiscardHandler)), server.WithReloadOn(nil),
+		server.WithReload("tokens", tokens.reload, nil), server.WithReload("webhook secret", secret.reload, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	started := srv.Stats().Reloaded
+	if len(started) != 2 || started[0].Name != "tokens" || started[0].LastSuccess.IsZero() || started[0].Failing {
+		t.Fatalf("Stats().Reloaded at start = %+v, want tokens then webhook secret, loaded, none failing", started)
+	}
+	tokens.set(false, errors.New("token file tokens, line 3: not a valid bearer token"))
+	srv.Reload()
+	got := srv.Stats().Reloaded
+	if tk := got[0]; tk.Failures != 1 || !tk.Failing || !tk.LastSuccess.Equal(started[0].LastSuccess) {
+		t.Errorf("tokens after a failed reload = %+v, want 1 failure, failing, last success still the start's %v", tk, started[0].LastSuccess)
+	}
+	if ws := got[1]; ws.Failures != 0 || ws.Failing || !ws.LastSuccess.After(started[1].LastSuccess) {
+		t.Errorf("webhook secret after a good reload = %+v, want no failure and a later success", ws)
+	}
+	tokens.set(true, nil)
+	srv.Reload()
+	if tk := srv.Stats().Reloaded[0]; tk.Failures != 1 || tk.Failing || !tk.LastSuccess.After(started[0].LastSuccess) {
+		t.Errorf("tokens after a good reload = %+v, want 1 failure, not failing, a later success", tk)
+	}
+}
 
 // TestNoReloadAfterClose checks that Close waits for a reload under way,
 // so that nothing logs after it, and that Reload then does nothing.

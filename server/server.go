@@ -101,7 +101,7 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 		s.cert = cert
-		s.reloaders = append(s.reloaders, reloader{"certificate", cert.reload, cert.attrs})
+		s.reloaders = append(s.reloaders, reloader{name: "certificate", reload: cert.reload, attrs: cert.attrs})
 	}
 	s.reloaders = append(s.reloaders, cfg.reloaders...)
 	var err error
@@ -122,7 +122,12 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 		s.reloadOn = s.hup
 	}
 	// The configuration Listen starts with counts as the first load.
-	s.stats.lastOK.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	s.stats.lastOK.Store(now)
+	for i := range s.reloaders {
+		s.reloaders[i].st = &reloadCounters{}
+		s.reloaders[i].st.lastOK.Store(now)
+	}
 	return s, nil
 }
 

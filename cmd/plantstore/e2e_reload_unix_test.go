@@ -61,3 +61,45 @@ func TestReloadOfNamedPipeTokenFileDoesNotHang(t *testing.T) {
 		t.Errorf("plantstore exited with %v after %v, want status 0", err, time.Since(begin))
 	}
 }
+
+// TestFailedReloadIsVisible revokes a token by rewriting the token file
+// with a line no client can send: the reload keeps the old tokens, as a
+// failed reload does, but says so where an operator looks: the error line
+// names the file's refused line, and /metrics shows the tokens failing
+// (the alert PlantstoreConfigReloadFailed reads it) until a good reload.
+func TestFailedReloadIsVisible(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	writeFile(t, tokens, procToken+"\nrevoked-soon\n")
+	p := testkit.Start(t, binary(t), testkit.Env(), "-addr", "127.0.0.1:0", "-db", "memory", "-token-file", tokens)
+	metric := func(series string) string {
+		t.Helper()
+		status, body := get(t, p.URL, "/metrics")
+		if status != 200 {
+			t.Fatalf("GET /metrics = %d", status)
+		}
+		for line := range strings.Lines(string(body)) {
+			if rest, ok := strings.CutPrefix(line, series+" "); ok {
+				return strings.TrimSpace(rest)
+			}
+		}
+		return "(none)"
+	}
+	const ok, failures = `plantstore_config_last_reload_successful{what="tokens"}`, `plantstore_config_reload_failures_total{what="tokens"}`
+	if got := metric(ok); got != "1" {
+		t.Errorf("%s at start = %s, want 1", ok, got)
+	}
+	writeFile(t, tokens, "# the tokens\n"+procToken+"\na token with spaces\n")
+	hangUp(t, p, 1)
+	if line := lastLine(p.Stderr.String(), "reload: kept the old tokens"); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, tokens+", line 3") {
+		t.Errorf("logged %q, want an error naming %s, line 3", line, tokens)
+	}
+	if got, gotFailures := metric(ok), metric(failures); got != "0" || gotFailures != "1" {
+		t.Errorf("after a failed reload: %s = %s, %s = %s; want 0 and 1", ok, got, failures, gotFailures)
+	}
+	writeFile(t, tokens, procToken+"\n")
+	hangUp(t, p, 2)
+	if got, gotFailures := metric(ok), metric(failures); got != "1" || gotFailures != "1" {
+		t.Errorf("after a good reload: %s = %s, %s = %s; want 1 and 1", ok, got, failures, gotFailures)
+	}
+}
