@@ -161,8 +161,8 @@ func wantHeaders(t *testing.T, path string, got http.Header, want map[string]str
 func TestNotServed(t *testing.T) {
 	srv := newServer(t)
 	for _, path := range []string{"/docs/nope.js", "/docs/swagger-ui-bundle.js", "/docs/VERSION", "/docs/index.html"} {
-		if r := get(t, "GET", srv.URL+path); r.status != 404 {
-			t.Errorf("GET %s = %d, want 404", path, r.status)
+		if r := get(t, "GET", srv.URL+path); r.status != 400 || !bytes.Contains(r.body, []byte(`"error":404`)) {
+			t.Errorf("GET %s through httpapi = %d %s, want its Error 404", path, r.status, r.body)
 		}
 	}
 	if r := get(t, "POST", srv.URL+"/docs"); r.status != 400 || !bytes.Contains(r.body, []byte(`"error":405`)) {

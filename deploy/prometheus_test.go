@@ -338,10 +338,15 @@ func scrapeServer(t *testing.T) families {
 	}))
 	t.Cleanup(subscriber.Close)
 	dir := t.TempDir()
+	// The token in a file, so that the series of each thing reloaded
+	// appear (what="tokens").
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("prometheus-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p := testkit.Start(t, bin, testkit.Env(
-		"PLANTSTORE_TOKENS=prometheus-test",
 		"PLANTSTORE_WEBHOOK_SECRET=a-webhook-secret-of-at-least-24-bytes",
-	), "-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", subscriber.URL+"/hook")
+	), "-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", subscriber.URL+"/hook", "-token-file", tokens)
 
 	req, _ := http.NewRequest("POST", p.URL+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
 	req.Header.Set("Authorization", "Bearer prometheus-test")

@@ -136,7 +136,9 @@ func (t tokenSet) Authenticate(_ *http.Request, token string) error {
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>"
 // header (RFC 6750, section 2.1; the scheme is case-insensitive).
-// A request without an Authorization header has the token "" and no error.
+// A request without an Authorization header has the token "" and no error;
+// one with another scheme (Basic) gets errOtherScheme, whose challenge
+// carries no error code.
 func bearerToken(h http.Header) (token string, err *apiError) {
 	values := h["Authorization"]
 	switch {
@@ -148,6 +150,9 @@ func bearerToken(h http.Header) (token string, err *apiError) {
 	v := values[0]
 	const scheme = "bearer "
 	if len(v) <= len(scheme) || !asciiEqualFold(v[:len(scheme)], scheme) {
+		if name, _, _ := strings.Cut(v, " "); name != "" && !asciiEqualFold(name, scheme[:len(scheme)-1]) {
+			return "", errOtherScheme
+		}
 		return "", errMalformedAuth
 	}
 	token = v[len(scheme):]

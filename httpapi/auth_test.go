@@ -288,3 +288,27 @@ func TestTokensPanicsOnATokenNoRequestCanSend(t *testing.T) {
 		t.Error("Tokens with empty tokens = nil")
 	}
 }
+
+// TestOtherSchemeChallengeHasNoErrorCode checks that credentials of a
+// scheme other than Bearer get the bare challenge, without an error code,
+// as RFC 6750 (section 3.1) asks of a request that used an unsupported
+// method, while a malformed Bearer header still gets invalid_request.
+func TestOtherSchemeChallengeHasNoErrorCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for _, tt := range []struct{ auth, want string }{
+		{"Basic dTpw", `Bearer realm="plantstore"`},
+		{"basic dTpw", `Bearer realm="plantstore"`},
+		{"Negotiate YII=", `Bearer realm="plantstore"`},
+		{"Digest", `Bearer realm="plantstore"`},
+		{"Bearer", `Bearer realm="plantstore", error="invalid_request", error_description="malformed Authorization header"`},
+		{"Bearer a b", `Bearer realm="plantstore", error="invalid_request", error_description="malformed Authorization header"`},
+		{"Bearerx y", `Bearer realm="plantstore"`},
+	} {
+		r := e.do("GET", "/plants", map[string]string{"Authorization": tt.auth}, "")
+		r.wantError(t, 400, 401)
+		if got := r.header.Get("WWW-Authenticate"); got != tt.want {
+			t.Errorf("Authorization: %s: WWW-Authenticate = %q, want %q", tt.auth, got, tt.want)
+		}
+	}
+}

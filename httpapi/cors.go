@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,7 +75,10 @@ func (e *OriginFormError) Error() string {
 // (lowercase scheme and host, the port only when it is not the scheme's
 // default, no path). Anything else would never match: it returns an
 // *[OriginFormError] naming the form to give when s names an origin in
-// another form, and [ErrNotAnOrigin] when it names none. Its errors read
+// another form, and an error wrapping [ErrNotAnOrigin] when it names none:
+// not http or https, a user part, a wildcard (https://*.example.com: give
+// each origin, or "*"), a host that is neither a DNS name nor an IP
+// address (https://.), or a port outside 1 to 65535. Its errors read
 // as the reason after the value, and are meant to stop a program at
 // start, where an origin ignored would be a mystery.
 func CheckOrigin(s string) error {
@@ -85,6 +89,9 @@ func CheckOrigin(s string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return ErrNotAnOrigin
 	}
+	if err := checkOriginHost(u); err != nil {
+		return err
+	}
 	host := strings.ToLower(u.Host)
 	if port := u.Port(); port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
 		host = strings.ToLower(u.Hostname())
@@ -93,6 +100,53 @@ func CheckOrigin(s string) error {
 		return &OriginFormError{Want: origin}
 	}
 	return nil
+}
+
+// checkOriginHost returns an error wrapping ErrNotAnOrigin when u's host
+// is not one a browser can send: a DNS name of letters, digits, - and _
+// in labels of 1 to 63 characters, an IPv4 address, or an IPv6 address in
+// brackets, and a port from 1 to 65535 if any.
+func checkOriginHost(u *url.URL) error {
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %s: a port is 1 to 65535; %w", p, ErrNotAnOrigin)
+		}
+	}
+	host := u.Hostname()
+	if strings.Contains(host, "*") {
+		return fmt.Errorf("an origin has no wildcards: list each origin, or give \"*\" for any; %w", ErrNotAnOrigin)
+	}
+	if strings.HasPrefix(u.Host, "[") {
+		if ip := net.ParseIP(host); ip == nil || ip.To4() != nil && !strings.Contains(host, ":") {
+			return fmt.Errorf("host %q is not an IPv6 address; %w", host, ErrNotAnOrigin)
+		}
+		return nil
+	}
+	if len(host) > 253 {
+		return fmt.Errorf("host name longer than 253 characters; %w", ErrNotAnOrigin)
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if !validLabel(label) {
+			return fmt.Errorf("host %q is not a DNS name or an IP address; %w", host, ErrNotAnOrigin)
+		}
+	}
+	return nil
+}
+
+// validLabel reports whether l is one label of a DNS name, as browsers
+// send it: 1 to 63 letters, digits, - and _, not beginning or ending
+// with -.
+func validLabel(l string) bool {
+	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // corsMaxAge is how long, in seconds, a browser may reuse a preflight's

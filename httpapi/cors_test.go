@@ -192,6 +192,38 @@ func TestCheckOrigin(t *testing.T) {
 	}
 }
 
+// TestCheckOriginRefusesDeadOrigins checks that origins no browser ever
+// sends (a wildcard, a port past 65535, a host that is no name) are
+// refused with ErrNotAnOrigin and a reason, and that names, addresses and
+// ports a browser does send are taken.
+func TestCheckOriginRefusesDeadOrigins(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		origin string
+		want   string // in the error; "" for none
+	}{
+		{"https://*.a.com", "wildcards"},
+		{"https://*", "wildcards"},
+		{"https://a.com:99999", "1 to 65535"},
+		{"https://a.com:0", "1 to 65535"},
+		{"https://.", "not a DNS name"},
+		{"https://a..com", "not a DNS name"},
+		{"https://-a.com", "not a DNS name"},
+		{"https://a%20b.com", ""},
+		{"http://[1.2.3.4]", ""},
+	} {
+		err := httpapi.CheckOrigin(tt.origin)
+		if !errors.Is(err, httpapi.ErrNotAnOrigin) || !strings.Contains(fmt.Sprint(err), tt.want) {
+			t.Errorf("CheckOrigin(%q) = %v, want ErrNotAnOrigin saying %q", tt.origin, err, tt.want)
+		}
+	}
+	for _, ok := range []string{"http://[::1]:65535", "http://127.0.0.1:8080", "https://my_app.example.com", "https://a.b.c.example.com:1"} {
+		if err := httpapi.CheckOrigin(ok); err != nil {
+			t.Errorf("CheckOrigin(%q) = %v, want nil", ok, err)
+		}
+	}
+}
+
 // TestWithCORSPanicsOnAnOriginNoBrowserSends checks that WithCORS refuses,
 // at once, an origin that would never match, saying why, and that it takes
 // every origin CheckOrigin accepts, and ignores empty ones.

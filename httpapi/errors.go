@@ -34,6 +34,12 @@ var (
 	errMissingToken = &apiError{code: wire.CodeUnauthorized,
 		msg:       "missing bearer token: send Authorization: Bearer <token>",
 		challenge: []string{realm}}
+	// errOtherScheme answers credentials of a scheme other than Bearer
+	// (Basic, Negotiate): as a request without any, the challenge has no
+	// error code (RFC 6750, section 3.1).
+	errOtherScheme = &apiError{code: wire.CodeUnauthorized,
+		msg:       "unsupported authorization scheme: send Authorization: Bearer <token>",
+		challenge: []string{realm}}
 	errMalformedAuth = &apiError{code: wire.CodeUnauthorized,
 		msg:       "malformed Authorization header: want Bearer <token>",
 		challenge: []string{realm + `, error="invalid_request", error_description="malformed Authorization header"`}}

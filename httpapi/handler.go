@@ -140,14 +140,54 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 // docs serves GET /docs and /docs/NAME with the handler of [WithDocs], or
-// answers 404 without one.
+// answers 404 without one. A 404 of the docs handler (a name it does not
+// serve) is answered with the Error instead, as every path the handler
+// does not serve is, and counted so.
 func (h *handler) docs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if h.docsHandler == nil {
 		h.writeError(w, r, errNotFoundPath)
 		return
 	}
-	h.docsHandler.ServeHTTP(w, r)
+	h.docsHandler.ServeHTTP(&docsWriter{ResponseWriter: w, h: h, r: r}, r)
 }
+
+// A docsWriter passes the docs handler's answer on, but for a 404, which
+// it answers with the handler's Error and whose body it drops.
+type docsWriter struct {
+	http.ResponseWriter
+	h              *handler
+	r              *http.Request
+	wrote, dropped bool
+}
+
+func (d *docsWriter) WriteHeader(status int) {
+	if d.wrote {
+		return
+	}
+	d.wrote = true
+	if status != http.StatusNotFound {
+		d.ResponseWriter.WriteHeader(status)
+		return
+	}
+	d.dropped = true
+	hdr := d.ResponseWriter.Header()
+	delete(hdr, "X-Content-Type-Options")
+	delete(hdr, "Content-Length")
+	d.h.writeError(d.ResponseWriter, d.r, errNotFoundPath)
+}
+
+func (d *docsWriter) Write(p []byte) (int, error) {
+	if !d.wrote {
+		d.WriteHeader(http.StatusOK)
+	}
+	if d.dropped {
+		return len(p), nil
+	}
+	return d.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (d *docsWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // ServeHTTP gives r its request id, then routes it, through the access log
 // and the hooks when there are any.

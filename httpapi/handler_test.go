@@ -219,7 +219,7 @@ func TestCreateRejects(t *testing.T) {
 		{name: "token prefix", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer " + testToken[:5]},
 			wantCode: 401, challenge: `error="invalid_token"`},
 		{name: "basic scheme", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Basic dTpw"},
-			wantCode: 401, challenge: `error="invalid_request"`},
+			wantCode: 401, challenge: `Bearer realm="plantstore"`},
 		{name: "empty bearer", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer "},
 			wantCode: 401, challenge: `error="invalid_request"`},
 		{name: "token with a space", body: `{"id":1,"name":"x"}`, headers: map[string]string{"Authorization": "Bearer " + testToken + " x"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -167,6 +168,10 @@ func TestMetricsRoute(t *testing.T) {
 func TestDocsRoute(t *testing.T) {
 	docs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
+		if r.URL.Path == "/docs/unknown.js" {
+			http.NotFound(w, r)
+			return
+		}
 		io.WriteString(w, "docs at "+r.URL.Path)
 	})
 	noToken := map[string]string{"Authorization": ""}
@@ -193,6 +198,21 @@ func TestDocsRoute(t *testing.T) {
 		e.do("GET", "/docs/a/b", nil, "").wantError(t, 400, 404)
 		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
 		want := []string{"GET /docs ok", "GET /docs/{name} ok", "HEAD /docs ok", "POST /docs 405", "GET other 404", "GET other 404", "GET /plants 401"}
+		if diff := cmp.Diff(want, l.take()); diff != "" {
+			t.Errorf("requests served (-want +got):\n%s", diff)
+		}
+	})
+	// A name the docs handler answers 404 is answered with the API's
+	// Error, and counted with its code.
+	t.Run("unknown name", func(t *testing.T) {
+		var l servedLog
+		e := newEnv(t, nil, httpapi.WithDocs(docs), httpapi.WithHooks(l.hooks()))
+		r := e.do("GET", "/docs/unknown.js", noToken, "")
+		r.wantError(t, 400, 404)
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || r.header.Get("X-Content-Type-Options") != "" {
+			t.Errorf("GET /docs/unknown.js: Content-Type %q, X-Content-Type-Options %q; want JSON, and no header of the text answer", ct, r.header.Get("X-Content-Type-Options"))
+		}
+		want := []string{"GET /docs/{name} 404"}
 		if diff := cmp.Diff(want, l.take()); diff != "" {
 			t.Errorf("requests served (-want +got):\n%s", diff)
 		}

@@ -153,10 +153,11 @@ func WithPublicMetrics() Option {
 // reference page of package apidocs, apidocs.Handler(), which renders the
 // document at /openapi.json beside it. The requests go through the
 // handler's request ids, access log and hooks, and what h answers is its
-// own (apidocs answers a name it does not serve with a plain 404); other
-// methods, and paths below /docs/ of more than one segment, are answered
-// with the Error, as every path the handler does not serve. Without it, /docs is error 404, and the binary links none of
-// the page's files.
+// own, but for a 404 (apidocs's answer to a name it does not serve), which
+// the handler answers with its Error 404 instead; other methods, and paths
+// below /docs/ of more than one segment, are answered with the Error too,
+// as every path the handler does not serve. Without it, /docs is error
+// 404, and the binary links none of the page's files.
 func WithDocs(h http.Handler) Option {
 	return func(c *config) { c.docsHandler = h }
 }

@@ -21,8 +21,11 @@ import (
 // The file holds one token per line; spaces around a token, blank lines
 // and lines beginning with # are skipped. It is read to at most 1 MiB, so
 // that /dev/zero or a runaway file stops its reader at once; it need not
-// be a regular file (a pipe, /dev/stdin), but a pipe holds its tokens for
-// one read only, so a reload of one fails and keeps the tokens it gave. A
+// be a regular file (a pipe, /dev/stdin, a shell's <(…)), but a pipe holds
+// its tokens for one read only, so a reload of one fails and keeps the
+// tokens it gave. A pipe is never waited for long: a named pipe (mkfifo)
+// that no process is writing to when it is read holds no token, at once,
+// and a writer must close the pipe within 5 seconds. A
 // regular file that its group or others may read is warned of at each
 // load, with the chmod that fixes it. Tokens are never logged, and no
 // error holds one.

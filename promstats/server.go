@@ -14,10 +14,14 @@ import (
 //   - plantstore_config_reloads_total{result="success"|"failure"}, the
 //     reloads that kept no old value and those that kept one after an
 //     error;
-//   - plantstore_config_last_reload_successful, 1 unless the last reload
-//     kept an old value: what is in use is not what the files hold;
-//   - plantstore_config_last_reload_success_timestamp_seconds, the end of
-//     the last reload that kept no old value, or the server's start;
+//   - for each thing a reload re-reads, labelled what="certificate",
+//     "tokens", "webhook secret" (the names given to server.WithReload):
+//     plantstore_config_reload_failures_total{what}, its reloads that
+//     failed and kept the old value; plantstore_config_last_reload_successful{what},
+//     1 unless its last reload failed, 0 while what is in use is not what
+//     its file holds (a token revoked in the file is still accepted); and
+//     plantstore_config_last_reload_success_timestamp_seconds{what}, when
+//     the value in use was read (its last good reload, or the start);
 //   - plantstore_tls_handshake_errors_total, the failed TLS handshakes.
 //
 // They are s's own: registering those of a second Server with the same
@@ -33,24 +37,42 @@ func Server(reg prometheus.Registerer, s *server.Server) error {
 	return registerAll(reg, "server",
 		reloads("success", func(st server.Stats) uint64 { return st.Reloads }),
 		reloads("failure", func(st server.Stats) uint64 { return st.FailedReloads }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "plantstore_config_last_reload_successful",
-			Help: "1 unless the last reload kept an old value after an error.",
-		}, func() float64 {
-			if s.Stats().LastReloadFailed {
-				return 0
-			}
-			return 1
-		}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "plantstore_config_last_reload_success_timestamp_seconds",
-			Help: "When the last reload that kept no old value ended, or the server started, in seconds since the Unix epoch.",
-		}, func() float64 { return float64(s.Stats().LastReload.UnixNano()) / 1e9 }),
+		reloadedCollector{s},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "plantstore_tls_handshake_errors_total",
 			Help: "TLS handshakes that failed on the API's listener.",
 		}, func() float64 { return float64(s.Stats().TLSHandshakeErrors) }),
 	)
+}
+
+var (
+	reloadFailuresDesc = prometheus.NewDesc("plantstore_config_reload_failures_total",
+		"Reloads (SIGHUP) of each thing re-read that failed and kept its old value.", []string{"what"}, nil)
+	reloadSuccessfulDesc = prometheus.NewDesc("plantstore_config_last_reload_successful",
+		"1 unless the last reload of the thing failed and kept its old value: then what is in use is not what its file holds.", []string{"what"}, nil)
+	reloadSuccessTimeDesc = prometheus.NewDesc("plantstore_config_last_reload_success_timestamp_seconds",
+		"When the value in use of the thing was read (its last good reload, or the start), in seconds since the Unix epoch.", []string{"what"}, nil)
+)
+
+// reloadedCollector reports the counts of each thing a Server reloads.
+type reloadedCollector struct{ s *server.Server }
+
+func (c reloadedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- reloadFailuresDesc
+	ch <- reloadSuccessfulDesc
+	ch <- reloadSuccessTimeDesc
+}
+
+func (c reloadedCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.s.Stats().Reloaded {
+		ok := 1.0
+		if r.Failing {
+			ok = 0
+		}
+		ch <- prometheus.MustNewConstMetric(reloadFailuresDesc, prometheus.CounterValue, float64(r.Failures), r.Name)
+		ch <- prometheus.MustNewConstMetric(reloadSuccessfulDesc, prometheus.GaugeValue, ok, r.Name)
+		ch <- prometheus.MustNewConstMetric(reloadSuccessTimeDesc, prometheus.GaugeValue, float64(r.LastSuccess.UnixNano())/1e9, r.Name)
+	}
 }
 
 // LogWriter registers with reg plantstore_log_lines_dropped_total, the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/server"
 )
@@ -321,5 +322,47 @@ func TestAnswersNetHTTPGivesItself(t *testing.T) {
 				t.Errorf("net/http's answer %s keeps the connection open", resp.Status)
 			}
 		})
+	}
+}
+
+// TestUnboundedDeadlinesWarnBeyondLoopback checks that Listen warns, once
+// per listener, when every client deadline is off on an address beyond
+// loopback, and says nothing on loopback or with any deadline set.
+func TestUnboundedDeadlinesWarnBeyondLoopback(t *testing.T) {
+	t.Parallel()
+	const warning = "every client deadline is off"
+	for _, tt := range []struct {
+		addr     string
+		timeouts server.Timeouts
+		metrics  string
+		want     int
+	}{
+		{"0.0.0.0:0", server.Timeouts{}, "", 1},
+		{"0.0.0.0:0", server.Timeouts{}, "0.0.0.0:0", 2},
+		{"0.0.0.0:0", server.Timeouts{}, "127.0.0.1:0", 1},
+		{"127.0.0.1:0", server.Timeouts{}, "", 0},
+		{"[::1]:0", server.Timeouts{}, "", 0},
+		{"0.0.0.0:0", server.Timeouts{Idle: time.Minute}, "", 0},
+		{"0.0.0.0:0", server.DefaultTimeouts, "", 0},
+	} {
+		var logs testkit.Buffer
+		opts := []server.Option{server.WithLogger(newLogger(&logs)), server.WithReloadOn(nil), server.WithTimeouts(tt.timeouts)}
+		if tt.metrics != "" {
+			opts = append(opts, server.WithMetrics(tt.metrics, http.NotFoundHandler()))
+		}
+		srv, err := server.Listen(tt.addr, opts...)
+		if err != nil {
+			if strings.HasPrefix(tt.addr, "[::1]") {
+				continue // no IPv6 loopback here
+			}
+			t.Fatal(err)
+		}
+		srv.Close()
+		if got := strings.Count(logs.String(), warning); got != tt.want {
+			t.Errorf("Listen(%s, %+v, metrics %q) warned %d times, want %d:\n%s", tt.addr, tt.timeouts, tt.metrics, got, tt.want, logs.String())
+		}
+		if tt.want > 0 && !strings.Contains(logs.String(), "level=WARN") {
+			t.Errorf("the warning is not at level Warn:\n%s", logs.String())
+		}
 	}
 }

@@ -55,9 +55,11 @@ func WithShutdownTimeout(d time.Duration) Option {
 }
 
 // WithLogger sets where the server logs: its start of a drain, its
-// reloads, a TLS key file others may read, and net/http's own complaints
-// (a TLS handshake that failed, a panic in a handler) at level Warn. The
-// default is [slog.Default].
+// reloads, a TLS key file others may read, client deadlines all off
+// beyond loopback, net/http's own complaints (a panic in a handler) at
+// level Warn, and TLS handshakes that failed at level Debug, at most one
+// line a minute (they are counted in [Stats]). The default is
+// [slog.Default].
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -89,8 +91,13 @@ const PprofPath = "/debug/pprof/"
 // WithPprof serves Go's profiles (net/http/pprof) under [PprofPath] on
 // the listener of [WithMetrics], which it needs, and never on the first:
 // profiles show the program's insides and cost CPU, for the operator's
-// network only. (The pprof package's init also registers them on
-// [http.DefaultServeMux], which the server does not serve.)
+// network only. A CPU profile or trace whose seconds reach the listener's
+// write deadline (Timeouts Read + Handler + Write, 45 s by default) is
+// answered 400 with a line saying so, as are profile requests without
+// seconds when the default (30 for a CPU profile) reaches it; with no
+// write deadline (Timeouts.Write zero) none is refused. (The pprof
+// package's init also registers them on [http.DefaultServeMux], which the
+// server does not serve.)
 func WithPprof() Option {
 	return func(c *config) { c.pprof = true }
 }
@@ -104,7 +111,7 @@ func WithPprof() Option {
 // tokens=3. Reloads are called in the order given, after the certificate
 // of [WithTLS], and never two at a time.
 func WithReload(name string, reload func() (changed bool, err error), attrs func() []slog.Attr) Option {
-	return func(c *config) { c.reloaders = append(c.reloaders, reloader{name, reload, attrs}) }
+	return func(c *config) { c.reloaders = append(c.reloaders, reloader{name: name, reload: reload, attrs: attrs}) }
 }
 
 // WithReloadOn makes the server reload at each value received on c while

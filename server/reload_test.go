@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -77,7 +78,8 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 			t.Errorf("%s: log lines (-want +got):\n%s", step.name, diff)
 		}
 	}
-	want := server.Stats{Reloads: 2, FailedReloads: 2}
+	want := server.Stats{Reloads: 2, FailedReloads: 2, Reloaded: []server.ReloadedStats{
+		{Name: "tokens", Failures: 1}, {Name: "webhook secret", Failures: 2}}}
 	got := srv.Stats()
 	if diff := cmp.Diff(want, got, cmpIgnoreTime); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
@@ -85,7 +87,42 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 }
 
 // cmpIgnoreTime leaves Stats.LastReload out of a comparison.
-var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "LastReload" }, cmp.Ignore())
+var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool {
+	return p.String() == "LastReload" || p.String() == "Reloaded.LastSuccess"
+}, cmp.Ignore())
+
+// TestStatsOfEachReloaded checks the counts of each thing reloaded: a
+// failed reload of one counts a failure and marks it failing, keeping the
+// time of its last success, while the other succeeds; a good reload then
+// clears it and moves its time on.
+func TestStatsOfEachReloaded(t *testing.T) {
+	t.Parallel()
+	tokens, secret := &fakeReload{}, &fakeReload{}
+	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(slog.New(slog.DiscardHandler)), server.WithReloadOn(nil),
+		server.WithReload("tokens", tokens.reload, nil), server.WithReload("webhook secret", secret.reload, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	started := srv.Stats().Reloaded
+	if len(started) != 2 || started[0].Name != "tokens" || started[0].LastSuccess.IsZero() || started[0].Failing {
+		t.Fatalf("Stats().Reloaded at start = %+v, want tokens then webhook secret, loaded, none failing", started)
+	}
+	tokens.set(false, errors.New("token file tokens, line 3: not a valid bearer token"))
+	srv.Reload()
+	got := srv.Stats().Reloaded
+	if tk := got[0]; tk.Failures != 1 || !tk.Failing || !tk.LastSuccess.Equal(started[0].LastSuccess) {
+		t.Errorf("tokens after a failed reload = %+v, want 1 failure, failing, last success still the start's %v", tk, started[0].LastSuccess)
+	}
+	if ws := got[1]; ws.Failures != 0 || ws.Failing || !ws.LastSuccess.After(started[1].LastSuccess) {
+		t.Errorf("webhook secret after a good reload = %+v, want no failure and a later success", ws)
+	}
+	tokens.set(true, nil)
+	srv.Reload()
+	if tk := srv.Stats().Reloaded[0]; tk.Failures != 1 || tk.Failing || !tk.LastSuccess.After(started[0].LastSuccess) {
+		t.Errorf("tokens after a good reload = %+v, want 1 failure, not failing, a later success", tk)
+	}
+}
 
 // TestNoReloadAfterClose checks that Close waits for a reload under way,
 // so that nothing logs after it, and that Reload then does nothing.
@@ -132,5 +169,52 @@ func TestNoReloadAfterClose(t *testing.T) {
 	srv.Reload()
 	if calls != 1 || logged(logs.String(), "configuration reloaded") != 1 {
 		t.Errorf("Reload after Close called the reload function %d times in all and logged:\n%s", calls, logs)
+	}
+}
+
+// TestSignalDuringReloadReloadsAgain checks that signals that come while
+// a reload runs are taken at once, even from an unbuffered channel, and
+// make one more reload once it ends, with a line saying so: none is
+// dropped, and a burst costs one reload, not one each.
+func TestSignalDuringReloadReloadsAgain(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	reload := make(chan os.Signal)
+	srv := start(t, http.NotFoundHandler(), server.WithReloadOn(reload),
+		server.WithReload("tokens", func() (bool, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-release
+			}
+			return true, nil
+		}, nil))
+	reload <- os.Interrupt
+	<-entered
+	for i := range 3 {
+		select {
+		case reload <- os.Interrupt:
+		case <-time.After(wait):
+			t.Fatalf("signal %d during the reload not taken in %v", i+2, wait)
+		}
+	}
+	close(release)
+	testkit.WaitUntil(t, wait, "the second reload", func() bool { return srv.Stats().Reloads == 2 })
+	// Serve returns once the reload under way has ended: no other follows.
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 2 {
+		t.Errorf("%d reloads, want 2: the first, and one for the three signals during it", calls)
+	}
+	if n := logged(srv.logs.String(), "reload asked for during a reload: reloading again once it ends"); n != 1 {
+		t.Errorf("%d lines saying a reload follows, want 1:\n%s", n, srv.logs)
 	}
 }

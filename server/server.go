@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -68,6 +69,11 @@ func (e *ListenError) Unwrap() error { return e.Err }
 // bound. Options that do not fit (a negative timeout, [WithPprof] without
 // [WithMetrics]) are an error too.
 //
+// When every client deadline of [WithTimeouts] is off (all of ReadHeader,
+// Read, Write and Idle zero), Listen logs a warning for each listener
+// bound beyond loopback (0.0.0.0, a public address), where nothing then
+// bounds how long a client holds a connection.
+//
 // Unless [WithReloadOn] says otherwise, from Listen until [Server.Close]
 // SIGHUP no longer ends the process: while [Server.Serve] runs, it
 // reloads (see [Server.Reload]), and one that came before reloads once
@@ -95,7 +101,7 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 		s.cert = cert
-		s.reloaders = append(s.reloaders, reloader{"certificate", cert.reload, cert.attrs})
+		s.reloaders = append(s.reloaders, reloader{name: "certificate", reload: cert.reload, attrs: cert.attrs})
 	}
 	s.reloaders = append(s.reloaders, cfg.reloaders...)
 	var err error
@@ -108,6 +114,7 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 			return nil, &ListenError{Addr: cfg.metricsAddr, Metrics: true, Err: err}
 		}
 	}
+	s.warnUnbounded()
 	s.reloadOn = cfg.reloadOn
 	if cfg.ownSignal {
 		s.hup = make(chan os.Signal, 1)
@@ -115,8 +122,33 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 		s.reloadOn = s.hup
 	}
 	// The configuration Listen starts with counts as the first load.
-	s.stats.lastOK.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	s.stats.lastOK.Store(now)
+	for i := range s.reloaders {
+		s.reloaders[i].st = &reloadCounters{}
+		s.reloaders[i].st.lastOK.Store(now)
+	}
 	return s, nil
+}
+
+// warnUnbounded logs a warning when every client deadline is off and a
+// listener takes connections from beyond the host: nothing then bounds
+// how long a slow or idle client holds a connection, which is for servers
+// behind a proxy that bounds its clients itself.
+func (s *Server) warnUnbounded() {
+	if t := s.cfg.timeouts; t.ReadHeader != 0 || t.Read != 0 || t.Write != 0 || t.Idle != 0 {
+		return
+	}
+	for _, ln := range []net.Listener{s.ln, s.metricsLn} {
+		if ln == nil {
+			continue
+		}
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+			continue
+		}
+		s.logger.Warn("every client deadline is off on an address beyond loopback: a slow or idle client holds its connection as long as it likes; do this only behind a proxy that bounds its clients",
+			"addr", ln.Addr().String())
+	}
 }
 
 // check returns an error for the first option that does not fit.
@@ -246,10 +278,51 @@ func (s *Server) metricsHandler() http.Handler {
 	mux.Handle("/", h)
 	mux.HandleFunc(PprofPath, pprof.Index)
 	mux.HandleFunc(PprofPath+"cmdline", pprof.Cmdline)
-	mux.HandleFunc(PprofPath+"profile", pprof.Profile)
+	mux.HandleFunc(PprofPath+"profile", s.boundedProfile(pprof.Profile, "CPU profile", profileSeconds))
 	mux.HandleFunc(PprofPath+"symbol", pprof.Symbol)
-	mux.HandleFunc(PprofPath+"trace", pprof.Trace)
+	mux.HandleFunc(PprofPath+"trace", s.boundedProfile(pprof.Trace, "trace", traceSeconds))
 	return mux
+}
+
+// profileSeconds and traceSeconds read a request's seconds as
+// net/http/pprof's Profile and Trace do: Profile takes a whole number and
+// 30 for anything else, Trace any number and 1 for anything else.
+func profileSeconds(v string) float64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 30
+	}
+	return float64(n)
+}
+
+func traceSeconds(v string) float64 {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return 1
+	}
+	return f
+}
+
+// boundedProfile returns h, a profile of net/http/pprof that lasts the
+// seconds its request asks for, refusing with 400 and a line saying why a
+// request whose seconds (as seconds reads them) reach the listener's
+// write deadline: net/http/pprof would move the deadline itself and keep
+// the connection as long as asked. Without a write deadline it is h.
+func (s *Server) boundedProfile(h http.HandlerFunc, what string, seconds func(string) float64) http.HandlerFunc {
+	limit := s.cfg.timeouts.writeDeadline()
+	if limit == 0 {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if sec := seconds(r.FormValue("seconds")); !(sec < limit.Seconds()) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "a %s of %v seconds is refused: it must end within the write deadline of %v (Timeouts Read + Handler + Write); ask for fewer seconds\n", what, sec, limit)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // Close closes the listeners and every connection at once, without a

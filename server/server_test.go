@@ -255,6 +255,44 @@ func TestPprofOnlyOnMetricsListener(t *testing.T) {
 	}
 }
 
+// TestPprofSecondsBeyondWriteDeadline checks that a CPU profile or a
+// trace asking for as many seconds as the write deadline, or more, is
+// refused at once with 400 and a line saying why, while a shorter one is
+// served: net/http/pprof would move the deadline itself.
+func TestPprofSecondsBeyondWriteDeadline(t *testing.T) {
+	t.Parallel()
+	srv := start(t, http.NotFoundHandler(), server.WithMetrics("127.0.0.1:0", http.NotFoundHandler()), server.WithPprof(),
+		server.WithTimeouts(server.Timeouts{ReadHeader: time.Second, Read: time.Second, Handler: time.Second, Write: time.Second}))
+	metrics := "http://" + srv.MetricsAddr().String() + server.PprofPath
+	for _, path := range []string{"profile?seconds=50", "profile?seconds=3", "profile", "profile?seconds=x",
+		"trace?seconds=3", "trace?seconds=2.999e9", "trace?seconds=Inf", "trace?seconds=NaN"} {
+		begin := time.Now()
+		resp, err := http.Get(metrics + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "write deadline of 3s") {
+			t.Errorf("GET %s = %d %q, want 400 naming the write deadline", path, resp.StatusCode, b)
+		}
+		if d := time.Since(begin); d > 2*time.Second {
+			t.Errorf("GET %s took %v, want an answer at once", path, d)
+		}
+	}
+	for _, path := range []string{"trace?seconds=0.1", "profile?seconds=1"} {
+		resp, err := http.Get(metrics + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
 // TestLinksNoVendorSDK checks that a host embedding server links no
 // metrics or tracing SDK and no database driver.
 func TestLinksNoVendorSDK(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -160,8 +162,8 @@ func TestTLSVersionsAndHTTP2(t *testing.T) {
 
 // TestTLSHandshakeErrorsCounted checks that Stats counts the handshakes
 // that fail (a client offering only TLS 1.1, one speaking plain HTTP, one
-// that does not trust the certificate) and no other, and that net/http's
-// lines about them still reach the log, at level Warn.
+// that does not trust the certificate) and no other, and that they are
+// not logged above level Debug.
 func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	t.Parallel()
 	ca := testkit.NewCA(t)
@@ -183,8 +185,39 @@ func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	if got := srv.Stats().TLSHandshakeErrors; got != 3 {
 		t.Errorf("TLSHandshakeErrors = %d, want 3", got)
 	}
-	if n := strings.Count(srv.logs.String(), `level=WARN msg="http: TLS handshake error from 127.0.0.1:`); n != 3 {
-		t.Errorf("%d warnings of failed handshakes in the log, want 3:\n%s", n, srv.logs)
+	if strings.Contains(srv.logs.String(), "handshake") {
+		t.Errorf("failed handshakes logged above level Debug:\n%s", srv.logs)
+	}
+}
+
+// TestTLSHandshakeErrorsThrottledAtDebug checks that bare TCP connects
+// to the TLS listener, as a load balancer's check or a port scan makes,
+// are each counted, and logged at level Debug only, one line for the lot
+// within a minute, with the remote address and the error.
+func TestTLSHandshakeErrorsThrottledAtDebug(t *testing.T) {
+	t.Parallel()
+	ca := testkit.NewCA(t)
+	var logs testkit.Buffer
+	debug := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, _, _, _ := startTLS(t, ca, hello, server.WithLogger(debug))
+	const n = 20
+	for range n {
+		c, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	testkit.WaitUntil(t, wait, "every failed handshake counted", func() bool { return srv.Stats().TLSHandshakeErrors >= n })
+	if got := srv.Stats().TLSHandshakeErrors; got != n {
+		t.Errorf("TLSHandshakeErrors = %d, want %d", got, n)
+	}
+	out := logs.String()
+	if got := strings.Count(out, `level=DEBUG msg="TLS handshake failed" remote=127.0.0.1:`); got != 1 {
+		t.Errorf("%d lines of failed handshakes at level Debug, want 1 within the minute:\n%s", got, out)
+	}
+	if strings.Contains(out, "level=WARN") || strings.Contains(out, "http: TLS handshake error") {
+		t.Errorf("failed handshakes logged at level Warn:\n%s", out)
 	}
 }
 

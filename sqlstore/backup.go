@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrCorrupt reports a SQLite database that fails SQLite's integrity
@@ -25,10 +26,16 @@ var ErrCorrupt = errors.New("sqlstore: database fails its integrity check")
 // INTO copies what one read transaction sees, which holds no lock that
 // writers wait for in WAL mode. The copy is written to a temporary file
 // next to dst, flushed to stable storage, checked with PRAGMA
-// integrity_check, and only then renamed to dst, so that dst is either
-// whole or absent. It has mode 0600, like the database.
+// integrity_check, and only then linked to dst, so that dst is either
+// whole or absent. It has mode 0600, like the database. dst is created
+// only if it does not exist, in one step (a hard link, which fails when
+// the name is taken), so that of two backups to one dst at a time one
+// fails and neither replaces the other's copy; on a file system without
+// hard links, an empty dst is created exclusively first and the copy
+// renamed over it.
 //
-// Errors: one wrapping [fs.ErrExist] when dst exists; [ErrCorrupt] when
+// Errors: one wrapping [fs.ErrExist] when dst exists, or is created by
+// another backup before this one ends; [ErrCorrupt] when
 // the copy fails the integrity check; an *[fs.PathError] for a dst that
 // cannot be written; any other failure, wrapped.
 func BackupSQLite(ctx context.Context, driverName string, db *sql.DB, dst string) error {
@@ -58,9 +65,10 @@ func BackupSQLite(ctx context.Context, driverName string, db *sql.DB, dst string
 	if err := CheckSQLiteFile(ctx, driverName, tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := placeNew(tmp, dst); err != nil {
 		return fmt.Errorf("sqlstore: backup: %w", err)
 	}
+	os.Remove(tmp)
 	done = true
 	if err := syncFile(filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("sqlstore: backup: %w", err)
@@ -127,6 +135,26 @@ func CheckSQLiteFile(ctx context.Context, driverName, path string) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, strings.Join(found, "; "))
 	}
 	return nil
+}
+
+// placeNew gives the file tmp the name dst as well, unless dst exists:
+// then it returns an error wrapping fs.ErrExist. Where the file system
+// has no hard links, it creates dst empty and exclusively, and renames tmp
+// over it.
+func placeNew(tmp, dst string) error {
+	err := os.Link(tmp, dst)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EMLINK) {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Rename(tmp, dst)
 }
 
 // syncFile flushes the file or directory at path to stable storage.

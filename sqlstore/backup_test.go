@@ -47,3 +47,49 @@ func TestBackupSQLite(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentBackupsToOneFile checks that of backups to one dst at
+// the same time exactly one succeeds, and the others fail with an error
+// wrapping fs.ErrExist: none silently replaces the copy of another.
+func TestConcurrentBackupsToOneFile(t *testing.T) {
+	t.Parallel()
+	db, _ := sqliteBackend.newDB(t)
+	s := openStore(t, db, SQLite)
+	ctx := context.Background()
+	for id := range int64(200) {
+		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 6
+	for round := range 3 {
+		dst := filepath.Join(t.TempDir(), "copy.db")
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				errs <- BackupSQLite(ctx, "sqlite", db, dst)
+			}()
+		}
+		close(start)
+		ok := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case !errors.Is(err, fs.ErrExist):
+				t.Errorf("round %d: BackupSQLite = %v, want nil or fs.ErrExist", round, err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("round %d: %d of %d backups to one file succeeded, want 1", round, ok, n)
+		}
+		entries, _ := os.ReadDir(filepath.Dir(dst))
+		for _, e := range entries {
+			if e.Name() != "copy.db" {
+				t.Errorf("round %d: %s left beside the copy", round, e.Name())
+			}
+		}
+	}
+}

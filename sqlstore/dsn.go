@@ -17,15 +17,48 @@ import (
 // order and their spelling.
 //
 // A URL may list several hosts (postgres://h1:5432,h2:5433/db), as
-// libpq's and pgx's do. A string with "://" that does not parse as a URL
-// is replaced whole, since where its password is cannot be told; any
-// other string, such as a SQLite file's path, is returned as it is.
+// libpq's and pgx's do. libpq's keyword/value form (host=h password=p)
+// keeps its keywords and hides the values of the same names. A string that
+// may hold a password but whose form cannot be told apart is never
+// returned, in whole or in part: it is replaced by a description of its
+// shape, such as "(a database URL that does not parse)" or "(a postgres:
+// value without // after the scheme)". That covers a URL without "//"
+// (postgres:u:p@h/db, postgres:/u:p@h/db, postgres:://u:p@h), one
+// without its scheme's colon (postgres//u:p@h/db: anything without a
+// scheme that holds a colon before an @), and keyword/value strings whose
+// quotes do not close. A SQLite file's path, or a sqlite: or file: URL,
+// is returned as it is but for its secret query parameters.
 func RedactDSN(dsn string) string {
+	scheme, rest, ok := splitScheme(dsn)
+	switch {
+	case !ok && looksLikeKeywords(dsn):
+		return redactKeywords(dsn)
+	case !ok:
+		if at := strings.LastIndexByte(dsn, '@'); at >= 0 && strings.Contains(dsn[:at], ":") {
+			return "(a value with user:password@ but no scheme: not a database URL)"
+		}
+		return dsn
+	case !strings.HasPrefix(rest, "//"):
+		if s := strings.ToLower(scheme); s == "sqlite" || s == "file" {
+			return redactURL(dsn)
+		}
+		return "(a " + scheme + ": value without // after the scheme)"
+	}
+	return redactURL(dsn)
+}
+
+// redactURL returns the URL dsn with its password and secret query
+// parameters hidden, or, when it does not parse, a description of its
+// shape (a path that does not parse as a URL is returned as it is).
+func redactURL(dsn string) string {
 	u, err := parseDBURL(dsn)
-	if err != nil || u.Scheme == "" {
+	if err != nil {
 		if strings.Contains(dsn, "://") {
 			return "(a database URL that does not parse)"
 		}
+		return dsn
+	}
+	if u.RawQuery == "" && u.User == nil {
 		return dsn
 	}
 	if u.RawQuery != "" {
@@ -39,6 +72,125 @@ func RedactDSN(dsn string) string {
 		u.RawQuery = strings.Join(params, "&")
 	}
 	return u.Redacted()
+}
+
+// splitScheme returns the scheme of s and what follows its colon, when s
+// begins with one (RFC 3986: a letter, then letters, digits, +, - and .).
+// A single letter is a Windows drive, not a scheme.
+func splitScheme(s string) (scheme, rest string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i < 2 {
+		return "", s, false
+	}
+	for j := 0; j < i; j++ {
+		c := s[j]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case j > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return "", s, false
+		}
+	}
+	return s[:i], s[i+1:], true
+}
+
+// looksLikeKeywords reports whether s begins as libpq's keyword/value
+// form does: a keyword of letters, digits and _, then = (spaces may
+// surround it).
+func looksLikeKeywords(s string) bool {
+	s = strings.TrimLeft(s, " \t\n")
+	i := strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_')
+	})
+	if i <= 0 {
+		return false
+	}
+	return strings.HasPrefix(strings.TrimLeft(s[i:], " \t"), "=")
+}
+
+// A keyword is one keyword=value pair of libpq's keyword/value form, as
+// offsets into the string: the value is s[start:end], quotes included.
+type keyword struct {
+	name       string
+	start, end int
+}
+
+// parseKeywords splits libpq's keyword/value form (keyword = value,
+// separated by spaces; a value in single quotes may hold spaces, and \
+// escapes the next character), or reports false when s is not in it.
+func parseKeywords(s string) ([]keyword, bool) {
+	var kws []keyword
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	i := 0
+	for {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i == len(s) {
+			return kws, len(kws) > 0
+		}
+		k := i
+		for i < len(s) && s[i] != '=' && !isSpace(s[i]) {
+			i++
+		}
+		name := s[k:i]
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if name == "" || i == len(s) || s[i] != '=' {
+			return nil, false
+		}
+		i++
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		start := i
+		quoted := i < len(s) && s[i] == '\''
+		if quoted {
+			i++
+		}
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c == '\\' {
+				i++
+				continue
+			}
+			if quoted && c == '\'' || !quoted && isSpace(c) {
+				break
+			}
+		}
+		if quoted {
+			if i >= len(s) {
+				return nil, false // the quote does not close
+			}
+			i++
+		}
+		if i > len(s) {
+			return nil, false // a \ at the very end
+		}
+		kws = append(kws, keyword{name, start, i})
+	}
+}
+
+// redactKeywords returns libpq's keyword/value string s with the value
+// of every secret keyword (see [RedactDSN]) replaced by xxxxx, or a
+// description of its shape when it does not parse.
+func redactKeywords(s string) string {
+	kws, ok := parseKeywords(s)
+	if !ok {
+		return "(a keyword=value connection string that does not parse)"
+	}
+	var b strings.Builder
+	last := 0
+	for _, kw := range kws {
+		if secretParam(kw.name) && kw.end > kw.start {
+			b.WriteString(s[last:kw.start])
+			b.WriteString("xxxxx")
+			last = kw.end
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // unescapeParam returns a query parameter's name or value as it reads
@@ -66,11 +218,20 @@ func secretParam(name string) bool {
 // it reads unescaped, so that an error that quotes the URL can be
 // scrubbed of them.
 func dsnSecrets(dsn string) []string {
+	var secrets []string
+	if _, _, ok := splitScheme(dsn); !ok {
+		kws, _ := parseKeywords(dsn)
+		for _, kw := range kws {
+			if v := dsn[kw.start:kw.end]; v != "" && secretParam(kw.name) {
+				secrets = append(secrets, v, strings.Trim(v, "'"))
+			}
+		}
+		return secrets
+	}
 	u, err := parseDBURL(dsn)
 	if err != nil {
 		return nil
 	}
-	var secrets []string
 	if pw, ok := u.User.Password(); ok {
 		secrets = append(secrets, pw, url.UserPassword("", pw).String()[1:])
 	}

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,6 +48,45 @@ func TestRedactDSN(t *testing.T) {
 		if diff := cmp.Diff(tt.want, RedactDSN(tt.db)); diff != "" {
 			t.Errorf("RedactDSN(%q) mismatch (-want +got):\n%s", tt.db, diff)
 		}
+	}
+}
+
+// TestRedactDSNMalformed checks that a database string in a form that
+// does not parse never comes back with its password: its shape is named
+// instead, or, in libpq's keyword/value form, the password's value hidden.
+func TestRedactDSNMalformed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		db, want string
+	}{
+		{"host=127.0.0.1 password=S3CRETPW", "host=127.0.0.1 password=xxxxx"},
+		{"host=127.0.0.1 password = 'S3 CRETPW' dbname=plants", "host=127.0.0.1 password = xxxxx dbname=plants"},
+		{`host=h password='S3CRETPW\' x' sslmode=disable`, "host=h password=xxxxx sslmode=disable"},
+		{"host=127.0.0.1 password='S3CRETPW", "(a keyword=value connection string that does not parse)"},
+		{"host=h password", "(a keyword=value connection string that does not parse)"},
+		{"postgres:/u:S3CRETPW@h/db", "(a postgres: value without // after the scheme)"},
+		{"postgres//u:S3CRETPW@h/db", "(a value with user:password@ but no scheme: not a database URL)"},
+		{"postgres:u:S3CRETPW@h/db", "(a postgres: value without // after the scheme)"},
+		{"postgres:://u:S3CRETPW@h/db", "(a postgres: value without // after the scheme)"},
+		{"postgresql:S3CRETPW", "(a postgresql: value without // after the scheme)"},
+		{"postgres:/u:S3CRETPW@h:x/db", "(a postgres: value without // after the scheme)"},
+		{"sqlite:plants.db", "sqlite:plants.db"},
+		{"file:plants.db?_pragma_key=S3CRETPW&mode=rw", "file:plants.db?_pragma_key=xxxxx&mode=rw"},
+		{"/var/lib/plantstore/plants.db", "/var/lib/plantstore/plants.db"},
+		{"C:/plants.db", "C:/plants.db"},
+	}
+	for _, tt := range tests {
+		got := RedactDSN(tt.db)
+		if got != tt.want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", tt.db, got, tt.want)
+		}
+		if strings.Contains(got, "S3CRETPW") || strings.Contains(got, "CRETPW") {
+			t.Errorf("RedactDSN(%q) = %q holds the password", tt.db, got)
+		}
+	}
+	kv := "host=h password='S3 CRETPW' user=u"
+	if got, want := dsnSecrets(kv), []string{"'S3 CRETPW'", "S3 CRETPW"}; !cmp.Equal(got, want) {
+		t.Errorf("dsnSecrets(%q) = %q, want %q", kv, got, want)
 	}
 }
 

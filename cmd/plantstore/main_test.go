@@ -318,3 +318,45 @@ func TestDocsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedDBHidesPassword checks that a -db (or PLANTSTORE_DB) that
+// does not parse is refused with an error, and a log, that never hold its
+// password, whatever its form.
+func TestMalformedDBHidesPassword(t *testing.T) {
+	t.Parallel()
+	for _, db := range []string{
+		"host=127.0.0.1 password=S3CRETPW",
+		"postgres:/u:S3CRETPW@h/db",
+		"postgres//u:S3CRETPW@h/db",
+		"postgres:u:S3CRETPW@h/db",
+		"postgres:://u:S3CRETPW@h/db",
+		"postgres://u:S3CRETPW@h:x/db",
+		"postgresql:u:S3CRETPW@h/db",
+		"mysql://u:S3CRETPW@h/db",
+	} {
+		for _, viaEnv := range []bool{false, true} {
+			args := []string{"-addr", "127.0.0.1:0", "-db", db}
+			getenv := func(string) string { return "" }
+			if viaEnv {
+				args = []string{"-addr", "127.0.0.1:0"}
+				getenv = func(k string) string {
+					if k == "PLANTSTORE_DB" {
+						return db
+					}
+					return ""
+				}
+			}
+			var stdout, stderr testkit.Buffer
+			err := run(context.Background(), args, getenv, &stdout, &stderr)
+			if err == nil {
+				t.Errorf("run with -db %q (from the environment: %v) = nil, want an error", db, viaEnv)
+				continue
+			}
+			for _, out := range []string{err.Error(), stdout.String(), stderr.String()} {
+				if strings.Contains(out, "S3CRETPW") {
+					t.Errorf("run with -db %q (from the environment: %v) shows the password: %s", db, viaEnv, out)
+				}
+			}
+		}
+	}
+}

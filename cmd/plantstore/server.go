@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/server"
 )
 
@@ -23,7 +24,8 @@ import (
 // with -pprof the profiles) behind it, after reading -tls-cert and
 // -tls-key. A port taken or refused is an error naming the flag, and
 // nothing stays bound. The server reloads at each signal on hup, which
-// run has caught since it began, and reloads then the files of sec.
+// run has caught since it began, and reloads then the files of sec; reg
+// gets its counts (promstats.Server).
 func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Signal, logger *slog.Logger) (*server.Server, error) {
 	opts := append([]server.Option{
 		server.WithTimeouts(o.timeouts()),
@@ -50,7 +52,16 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 		}
 		return nil, fmt.Errorf("%s: %w", o.name(flag), le.Err)
 	}
-	return srv, err
+	if err != nil {
+		return nil, err
+	}
+	// Reloads and failed TLS handshakes, for the alert on a reload that
+	// kept an old value.
+	if err := promstats.Server(reg, srv); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // instanceName names the process listening on addr as the webhook

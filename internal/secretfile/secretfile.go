@@ -5,9 +5,12 @@ package secretfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
+	"time"
 )
 
 // MaxSize bounds what a file of secrets may hold, so that a path such as
@@ -28,18 +31,42 @@ type Error struct {
 func (e *Error) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// ReadWait bounds how long Read waits for a file that is not regular (a
+// pipe) to reach its end, so that a writer that never finishes cannot
+// hang its reader: a reload, and with it the process's shutdown.
+const ReadWait = 5 * time.Second
+
+// ErrNoEnd is what Read wraps for a pipe whose writer did not close it
+// within ReadWait.
+var ErrNoEnd = errors.New("no end of file in time: a pipe's writer must write the secrets and close it")
+
 // Read returns the contents of a file of secrets, read through to its end
 // but no further than MaxSize bytes. Files that are not regular are read
 // too, so that /dev/stdin and a shell's process substitution
 // (<(vault read …)) work; the bound keeps a device that never ends from
 // hanging its reader.
-func Read(name string) ([]byte, error) {
-	f, err := os.Open(name)
+//
+// Read never waits for a pipe's writer to come: it opens the file without
+// blocking (O_NONBLOCK), so that a named pipe (mkfifo) that no process is
+// writing to reads as empty at once, where a plain open would wait until
+// one does, and it waits at most ReadWait for a writer that came to close
+// the pipe, returning an error wrapping ErrNoEnd after that.
+func Read(name string) ([]byte, error) { return read(name, ReadWait) }
+
+// read is Read, waiting at most wait for a pipe to end.
+func read(name string, wait time.Duration) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	// Only what the runtime polls (pipes, sockets, terminals) takes a
+	// deadline; a regular file or /dev/zero ends or hits MaxSize anyway.
+	_ = f.SetReadDeadline(time.Now().Add(wait))
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &Error{Path: name, Err: fmt.Errorf("%w (waited %v)", ErrNoEnd, wait)}
+	}
 	if err != nil {
 		return nil, err
 	}
