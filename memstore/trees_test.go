@@ -388,22 +388,22 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 
 	runtime.GC()
 	s := newStore()
-	start := time.Now()
+	c := startClock()
 	for i := range n {
 		create(s, int64(i))
 	}
-	add("op=create-seq %d %.1f ns/op", n, float64(time.Since(start))/n)
+	add("op=create-seq %d %s", n, c.per(n))
 	s = nil
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	s = newStore()
-	start = time.Now()
+	c = startClock()
 	for i := range n {
 		create(s, scramble(i))
 	}
-	add("op=create %d %.1f ns/op", n, float64(time.Since(start))/n)
+	add("op=create %d %s", n, c.per(n))
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	add("op=memory 1 %.1f B/plant", float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n)
@@ -411,7 +411,7 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 	r := rand.New(rand.NewPCG(1, 2))
 	var touched int
 	defer func() { touchSink = touched }()
-	start = time.Now()
+	c = startClock()
 	for range n {
 		id := scramble(r.IntN(n))
 		p, err := s.Plant(ctx, id)
@@ -420,11 +420,11 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 		}
 		touched += touch(p)
 	}
-	add("op=read %d %.1f ns/op", n, float64(time.Since(start))/n)
+	add("op=read %d %s", n, c.per(n))
 
 	const page = 100
 	pages := 0
-	start = time.Now()
+	c = startClock()
 	for from := int64(math.MinInt64); ; pages++ {
 		ps, err := s.List(ctx, from, page)
 		if err != nil {
@@ -438,12 +438,12 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 		}
 		from = ps[len(ps)-1].ID + 1
 	}
-	add("op=list-walk %d %.1f ns/op", pages, float64(time.Since(start))/float64(pages))
+	add("op=list-walk %d %s", pages, c.per(pages))
 	if pages != n/page {
 		t.Fatalf("walked %d full pages, want %d", pages, n/page)
 	}
 	const spread = 20_000
-	start = time.Now()
+	c = startClock()
 	for range spread {
 		ps, err := s.List(ctx, scramble(r.IntN(n)), page)
 		if err != nil || len(ps) == 0 {
@@ -453,7 +453,7 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 			touched += touch(p)
 		}
 	}
-	add("op=list-spread %d %.1f ns/op", spread, float64(time.Since(start))/spread)
+	add("op=list-spread %d %s", spread, c.per(spread))
 
 	createTimes := make([]time.Duration, n)
 	pauses := []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
@@ -462,7 +462,7 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 	pausesBefore := pauses[0].Value.Float64Histogram()
 	pausesBefore = &metrics.Float64Histogram{Counts: slices.Clone(pausesBefore.Counts), Buckets: pausesBefore.Buckets}
 	cyclesBefore := pauses[1].Value.Uint64()
-	start = time.Now()
+	c = startClock()
 	for i := range n {
 		sink = make([]byte, 2048)
 		t0 := time.Now()
@@ -472,7 +472,7 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 			t.Fatalf("Delete(%d) = %v", scramble(i), err)
 		}
 	}
-	elapsed := time.Since(start)
+	steady := c.per(n)
 	metrics.Read(pauses)
 	h := pauses[0].Value.Float64Histogram()
 	counts := make([]uint64, len(h.Counts))
@@ -480,19 +480,44 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 		counts[i] = h.Counts[i] - pausesBefore.Counts[i]
 	}
 	slices.Sort(createTimes)
-	add("op=steady %d %.1f ns/op %d p99-create-ns %.0f max-pause-ns %.0f p99-pause-ns %d gc-cycles",
-		n, float64(elapsed)/n, createTimes[n*99/100].Nanoseconds(),
+	add("op=steady %d %s %d p99-create-ns %.0f max-pause-ns %.0f p99-pause-ns %d gc-cycles",
+		n, steady, createTimes[n*99/100].Nanoseconds(),
 		histQuantile(h.Buckets, counts, 1)*1e9, histQuantile(h.Buckets, counts, 0.99)*1e9,
 		pauses[1].Value.Uint64()-cyclesBefore)
 
-	start = time.Now()
+	c = startClock()
 	for i := range n {
 		if err := s.Delete(ctx, scramble(n+i)); err != nil {
 			t.Fatalf("Delete(%d) = %v", scramble(n+i), err)
 		}
 	}
-	add("op=delete %d %.1f ns/op", n, float64(time.Since(start))/n)
+	add("op=delete %d %s", n, c.per(n))
 	return lines
+}
+
+// A clock measures the wall time and the CPU time of the whole process,
+// garbage collection included, from its start. The CPU time moves much
+// less than the wall time when other processes compete for the cores.
+type clock struct {
+	wall  time.Time
+	cpu   time.Duration
+	cpuOK bool
+}
+
+func startClock() clock {
+	cpu, ok := processCPU()
+	return clock{wall: time.Now(), cpu: cpu, cpuOK: ok}
+}
+
+// per returns the time since c started per op, as "W ns/op C cpu-ns/op",
+// without the CPU time when the platform cannot tell it.
+func (c clock) per(ops int) string {
+	wall := float64(time.Since(c.wall)) / float64(ops)
+	cpu, ok := processCPU()
+	if !ok || !c.cpuOK {
+		return fmt.Sprintf("%.1f ns/op", wall)
+	}
+	return fmt.Sprintf("%.1f ns/op %.1f cpu-ns/op", wall, float64(cpu-c.cpu)/float64(ops))
 }
 
 // histQuantile returns the upper bound of the bucket of counts, a
