@@ -355,7 +355,9 @@ var touchSink int
 var sink []byte
 
 // compareTrees measures one store at 1M plants and returns its result
-// lines, each "op=NAME N VALUE UNIT...":
+// lines, each "op=NAME N VALUE UNIT...". A timed op is given in wall time
+// (ns/op) and in the process's CPU time (cpu-ns/op, garbage collection
+// included), the figure to read on a machine shared with other work:
 //
 //   - create-seq: ns per create, filling a store with ascending ids;
 //   - create: ns per create, filling with scrambled ids (the store that
