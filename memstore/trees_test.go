@@ -497,29 +497,28 @@ func compareTrees(t *testing.T, newStore func() plantstore.Storage) []string {
 	return lines
 }
 
-// A clock measures the wall time and the CPU time of the whole process,
-// garbage collection included, from its start. The CPU time moves much
-// less than the wall time when other processes compete for the cores.
+// A clock measures the wall time and, with a cpuClock, the CPU time of the
+// whole process from its start.
 type clock struct {
-	wall  time.Time
-	cpu   time.Duration
-	cpuOK bool
+	wall time.Time
+	cpu  cpuClock
 }
 
-func startClock() clock {
-	cpu, ok := processCPU()
-	return clock{wall: time.Now(), cpu: cpu, cpuOK: ok}
+func startClock() *clock {
+	c := &clock{wall: time.Now()}
+	c.cpu.start()
+	return c
 }
 
 // per returns the time since c started per op, as "W ns/op C cpu-ns/op",
 // without the CPU time when the platform cannot tell it.
-func (c clock) per(ops int) string {
+func (c *clock) per(ops int) string {
 	wall := float64(time.Since(c.wall)) / float64(ops)
-	cpu, ok := processCPU()
-	if !ok || !c.cpuOK {
+	c.cpu.stop()
+	if !c.cpu.ok {
 		return fmt.Sprintf("%.1f ns/op", wall)
 	}
-	return fmt.Sprintf("%.1f ns/op %.1f cpu-ns/op", wall, float64(cpu-c.cpu)/float64(ops))
+	return fmt.Sprintf("%.1f ns/op %.1f cpu-ns/op", wall, float64(c.cpu.spent)/float64(ops))
 }
 
 // histQuantile returns the upper bound of the bucket of counts, a
