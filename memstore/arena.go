@@ -90,7 +90,16 @@ func (a *arena) put(p plantstore.Plant) ref {
 // plant returns the plant with id at r. Its name and tag share the arena's
 // memory, which is never written again.
 func (a *arena) plant(id int64, r ref, tagged bool) plantstore.Plant {
-	c := a.chunks[r>>32]
+	return plantIn(a.chunk(r), id, r, tagged)
+}
+
+// chunk returns the chunk that holds the plant at r. The bytes of the
+// plants a chunk holds never change, so the plant can be read from it by
+// plantIn without the shard's lock, after the arena has moved on.
+func (a *arena) chunk(r ref) []byte { return a.chunks[r>>32] }
+
+// plantIn returns the plant with id at r, which c, its chunk, holds.
+func plantIn(c []byte, id int64, r ref, tagged bool) plantstore.Plant {
 	p := plantstore.Plant{ID: id, HasTag: tagged}
 	var i int
 	p.Name, i = readString(c, int(uint32(r)))

@@ -45,6 +45,31 @@ type inner struct {
 
 // A btree maps plant ids to refs of packed plants. Its zero value is not usable;
 // call init.
+//
+// It is kept, rather than a maintained generic tree, because it is
+// measurably better where users feel it. TestTreeComparison (trees_test.go)
+// runs Store against the same sharded store on github.com/google/btree's
+// BTreeG and github.com/tidwall/btree's Map, holding plants by value, at
+// 1M plants with ten-byte names and scrambled ids, the three taking turns
+// in each of 10 rounds; medians of the process's CPU time per op, garbage
+// collection included (linux/amd64, 2 cores shared with other work):
+//
+//	                                   this tree  google/btree  tidwall/btree
+//	create, filling to 1M              227 ns     776 ns        674 ns
+//	create, ascending ids               65 ns     315 ns        202 ns
+//	read                               375 ns     891 ns        585 ns
+//	page of 100, walking the store      12.0 µs    13.2 µs       12.0 µs
+//	page of 100, at a random id         14.6 µs    26.6 µs       24.4 µs
+//	delete                             326 ns     603 ns        480 ns
+//	live heap per plant                 36.9 B     88.1 B        88.2 B
+//	create+delete at 1M, 2 KB garbage    1.35 µs    3.96 µs       3.77 µs
+//	  99th percentile of a create        0.96 µs    5.39 µs       5.18 µs
+//	  longest GC stop-the-world pause  172 µs     295 µs        279 µs
+//
+// The pauses differ by no more than the noise of a shared machine; the
+// collector runs twice as often over the smaller heap, but has nothing per
+// plant to scan. Reads and lists read each name's first byte, as an answer
+// does.
 type btree struct {
 	root *inner
 	// height is the number of inner levels: 1 when root's children are

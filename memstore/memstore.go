@@ -153,14 +153,14 @@ func (m *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 	defer listScratchPool.Put(sc)
 	if need := len(m.shards) * run; len(sc.slab) < need {
 		sc.slab = make([]entry, need)
-		sc.plants = make([]plantstore.Plant, need)
+		sc.chunks = make([][]byte, need)
 	}
-	slab, plants := sc.slab, sc.plants
+	slab, chunks := sc.slab, sc.chunks
 	runs := sc.runs[:0]
 	for i := range m.shards {
 		r := listRun{s: &m.shards[i],
-			raw: slab[i*run : i*run : (i+1)*run],
-			buf: plants[i*run : i*run : (i+1)*run]}
+			raw:    slab[i*run : i*run : (i+1)*run],
+			chunks: chunks[i*run : i*run : (i+1)*run]}
 		if r.fill(from) {
 			runs = append(runs, r)
 		}
@@ -171,10 +171,10 @@ func (m *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 	out := make([]plantstore.Plant, 0, min(limit, plantstore.MaxListLimit))
 	for len(h) > 0 && len(out) < limit {
 		r := &h[0]
-		p := r.buf[r.pos]
-		out = append(out, p)
+		e := r.raw[r.pos]
+		out = append(out, plantIn(r.chunks[r.pos], e.key, e.val, e.tagged))
 		r.pos++
-		if r.pos == len(r.buf) && (r.done || p.ID == math.MaxInt64 || !r.fill(p.ID+1)) {
+		if r.pos == len(r.raw) && (r.done || e.key == math.MaxInt64 || !r.fill(e.key+1)) {
 			h = h.pop()
 			continue
 		}
@@ -184,46 +184,50 @@ func (m *Store) List(ctx context.Context, from int64, limit int) ([]plantstore.P
 }
 
 // A listScratch is the memory one List call merges in, kept in
-// listScratchPool for the next call. It is not cleared: the plants it still
-// refers to are at most one page's worth per shard, and the pool drops it
-// within two garbage collections.
+// listScratchPool for the next call. It is not cleared: the arena chunks it
+// still refers to are at most one page's worth per shard, and the pool
+// drops it within two garbage collections.
 type listScratch struct {
 	slab   []entry
-	plants []plantstore.Plant
+	chunks [][]byte
 	runs   []listRun
 }
 
 var listScratchPool = sync.Pool{New: func() any { return new(listScratch) }}
 
 // A listRun is a shard's plants from some id on, taken a few at a time.
+// It keeps their refs and chunks and reads a plant's name and tag only
+// when the plant goes into the page: a run holds more plants than the
+// page takes from it, and in a store filled in random id order each
+// plant's bytes are a cache miss of their own.
 type listRun struct {
-	s    *shard
-	raw  []entry // the refs of buf's plants
-	buf  []plantstore.Plant
-	pos  int
-	done bool // the shard holds nothing after buf
+	s      *shard
+	raw    []entry  // the refs of the run's plants
+	chunks [][]byte // the chunk holding each of raw's plants
+	pos    int
+	done   bool // the shard holds nothing after raw
 }
 
 // fill replaces r's entries with the shard's next ones from id from on and
 // reports whether it found any.
 func (r *listRun) fill(from int64) bool {
-	n := cap(r.buf)
+	n := cap(r.raw)
 	r.s.mu.Lock()
 	r.raw = r.s.t.appendFrom(r.raw[:0], from, n)
-	r.buf = r.buf[:0]
+	r.chunks = r.chunks[:0]
 	for _, e := range r.raw {
-		r.buf = append(r.buf, r.s.a.plant(e.key, e.val, e.tagged))
+		r.chunks = append(r.chunks, r.s.a.chunk(e.val))
 	}
 	r.s.mu.Unlock()
 	r.pos = 0
-	r.done = len(r.buf) < n
-	return len(r.buf) > 0
+	r.done = len(r.raw) < n
+	return len(r.raw) > 0
 }
 
 // A runHeap is a min-heap of runs ordered by their next id.
 type runHeap []listRun
 
-func (h runHeap) key(i int) int64 { return h[i].buf[h[i].pos].ID }
+func (h runHeap) key(i int) int64 { return h[i].raw[h[i].pos].key }
 
 func (h runHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {

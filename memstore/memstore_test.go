@@ -115,3 +115,61 @@ func checkAgainstMap(t *testing.T, s plantstore.Storage, model map[int64]plantst
 		t.Fatalf("paging with limit %d mismatch (-want +got):\n%s", limit, diff)
 	}
 }
+
+// TestMemoryStorageListDuringCompaction lists while plants are created
+// and deleted fast enough that the shards' arenas are compacted again and
+// again, and checks that every plant in every page has the name it was
+// created with: List reads names from arena chunks after it has let go of
+// the shard's lock.
+func TestMemoryStorageListDuringCompaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	// A kilobyte a name: each shard writes past the 1 MB from which its
+	// arena is compacted after some 1,000 creates, most of them deleted.
+	name := func(id int64) string { return fmt.Sprintf("%d %0990d", id, 0) }
+	const creates, window = 60_000, 256
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for id := range int64(creates) {
+			if err := s.Create(ctx, plantstore.Plant{ID: id, Name: name(id)}); err != nil {
+				errs <- fmt.Errorf("Create(%d) = %v", id, err)
+				return
+			}
+			if id >= window {
+				if err := s.Delete(ctx, id-window); err != nil {
+					errs <- fmt.Errorf("Delete(%d) = %v", id-window, err)
+					return
+				}
+			}
+		}
+	}()
+	pages := 0
+	for running := true; running; pages++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		page, err := s.List(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range page {
+			if p.Name != name(p.ID) {
+				t.Fatalf("List: plant %d has name %.20q..., want %.20q...", p.ID, p.Name, name(p.ID))
+			}
+			if i > 0 && p.ID <= page[i-1].ID {
+				t.Fatalf("List: id %d after %d", p.ID, page[i-1].ID)
+			}
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("%d pages listed", pages)
+}
