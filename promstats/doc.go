@@ -11,6 +11,8 @@
 //	handler := httpapi.New(plantstore.New(store), httpapi.WithHooks(httpHooks), …)
 //	err = promstats.Webhooks(reg, dispatcher)
 //	err = promstats.Process(reg) // plantstore_build_info, go_*, process_*
+//	err = promstats.Server(reg, srv) // reloads and TLS handshakes of a *server.Server
+//	err = promstats.LogWriter(reg, logs) // log lines a *server.LogWriter dropped
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Nothing is registered anywhere but with the Registerer given. Hooks made
