@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/plantstore/plantstore/sqlstore"
@@ -28,7 +24,7 @@ var errNotSQLite = errors.New("backup and restore are for the SQLite file; for P
 
 // runBackup is "plantstore backup -db PATH -out FILE": a consistent copy
 // of the SQLite database at PATH, taken while servers read and write it,
-// written to the new file FILE (see sqlstore.BackupSQLite).
+// written to the new file FILE (see sqlstore.BackupSQLiteFile).
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newCommandFlags("backup", stderr, "Usage: plantstore backup -db PATH -out FILE\n\n"+
 		"Writes a consistent copy of the SQLite database at PATH to the new file FILE, while\n"+
@@ -43,20 +39,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	// Refuse another application's file before opening it with the
-	// DSN, which would switch it to WAL.
-	if err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", path); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	conn, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	defer conn.Close()
-	if err := sqlstore.BackupSQLite(ctx, "sqlite", conn, *out); err != nil {
+	if err := sqlstore.BackupSQLiteFile(ctx, "sqlite", path, *out); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s\n", path, *out)
@@ -64,7 +47,8 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // runRestore is "plantstore restore -from FILE -db PATH": FILE, a backup,
-// checked, becomes the SQLite database at PATH, which must not exist.
+// checked, becomes the SQLite database at PATH, which must not exist
+// (see sqlstore.RestoreSQLiteFile).
 func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newCommandFlags("restore", stderr, "Usage: plantstore restore -from FILE -db PATH\n\n"+
 		"Checks that FILE, a backup, is a plantstore database that passes PRAGMA\n"+
@@ -79,15 +63,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("restore: %s exists: stop the server and move the database, with its -wal and -shm files, away first: %w", p, fs.ErrExist)
-		}
-	}
-	if err := sqlstore.CheckSQLiteFile(ctx, "sqlite", *from); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	if err := copyFile(*from, path); err != nil {
+	if err := sqlstore.RestoreSQLiteFile(ctx, "sqlite", *from, path); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	fmt.Fprintf(stdout, "restored %s to %s\n", *from, path)
@@ -135,51 +111,6 @@ func sqlitePath(db string) (string, error) {
 		return "", errNotSQLite
 	}
 	return where, nil
-}
-
-// copyFile copies src to the new file dst, of mode 0600, through a
-// temporary file beside it flushed to stable storage before it is renamed,
-// so that dst is either whole or absent.
-func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	dir := filepath.Dir(dst)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tmp, in); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), dst); err != nil {
-		// Link, not Rename: it fails when dst appeared meanwhile.
-		return err
-	}
-	os.Remove(tmp.Name())
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // isCommand reports whether args name a command rather than flags.

@@ -230,7 +230,7 @@ func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *promet
 	}
 	if tp != nil {
 		hopts = append(hopts, httpapi.WithHooks(oteltrace.HTTP()))
-		access.TraceID = traceID
+		access.TraceID = oteltrace.TraceID
 	}
 	hopts = append(hopts, httpapi.WithAccessLog(logs, access))
 	if o.conventional {

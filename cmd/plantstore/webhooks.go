@@ -13,7 +13,7 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// errNoWebhookSecret is webhookSecret's error when -webhook has
+// errNoWebhookSecret is readWebhookSecret's error when -webhook has
 // subscribers and nothing gives the secret to sign for them.
 var errNoWebhookSecret = errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
 
@@ -33,18 +33,18 @@ func (e *weakSecretError) Error() string {
 
 func (e *weakSecretError) Unwrap() error { return e.Err }
 
-// webhookSecret returns the signing secret for -webhook subscribers, from
+// readWebhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file (read by [webhook.ReadSecretFile]) or
 // PLANTSTORE_WEBHOOK_SECRET, either trimmed of surrounding white space,
 // or "" when there are no subscribers. It is read and checked with
 // [webhook.CheckSecret] before anything is opened, so that a missing or
 // weak secret stops the binary before it creates a database.
-func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) (string, error) {
+func readWebhookSecret(o *options, getenv func(string) string, logger *slog.Logger) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	if o.webhookSecret != "" {
-		secret, err := webhook.ReadSecretFile(o.webhookSecret, logger)
+	if o.webhookSecretFile != "" {
+		secret, err := webhook.ReadSecretFile(o.webhookSecretFile, logger)
 		if fe, ok := errors.AsType[*webhook.SecretFileError](err); ok && errors.Is(err, webhook.ErrSecret) {
 			return "", &weakSecretError{File: fe.Path, Err: fe.Err}
 		}

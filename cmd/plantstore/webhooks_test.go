@@ -228,12 +228,12 @@ func TestWebhookSecretSources(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, nil))
-			o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecret: tt.file}
-			got, err := webhookSecret(o, func(k string) string {
+			o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecretFile: tt.file}
+			got, err := readWebhookSecret(o, func(k string) string {
 				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env}[k]
 			}, logger)
 			if err != nil || got != secret {
-				t.Fatalf("webhookSecret = %q, %v; want %q", got, err, secret)
+				t.Fatalf("readWebhookSecret = %q, %v; want %q", got, err, secret)
 			}
 			warned := logged(logs.String(), "webhook secret file is readable by group or others; chmod 600 it")
 			if tt.wantWarn != (warned == 1) || warned > 1 {

@@ -36,7 +36,7 @@ type secrets struct {
 func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*secrets, error) {
 	s := &secrets{o: o, getenv: getenv, logger: logger}
 	var err error
-	if s.webhookSecret, err = webhookSecret(o, getenv, logger); err != nil {
+	if s.webhookSecret, err = readWebhookSecret(o, getenv, logger); err != nil {
 		return nil, err
 	}
 	tokens, err := envTokens(getenv)
@@ -80,7 +80,7 @@ func (s *secrets) reloaders() []server.Option {
 			return []slog.Attr{slog.Int("tokens", s.tokenFile.Len())}
 		}))
 	}
-	if s.o.webhookSecret != "" {
+	if s.o.webhookSecretFile != "" {
 		opts = append(opts, server.WithReload("webhook secret", s.reloadWebhookSecret, nil))
 	}
 	return opts
@@ -94,7 +94,7 @@ func (s *secrets) reloadWebhookSecret() (bool, error) {
 	if s.webhooks == nil {
 		return false, nil
 	}
-	secret, err := webhookSecret(s.o, s.getenv, s.logger)
+	secret, err := readWebhookSecret(s.o, s.getenv, s.logger)
 	if err != nil {
 		return false, err
 	}

@@ -34,9 +34,9 @@ type options struct {
 	idleTimeout       time.Duration
 	// writeTimeout is how long a client may take to read an answer;
 	// server.Timeouts says what write deadline it makes.
-	writeTimeout  time.Duration
-	webhooks      listFlag
-	webhookSecret string
+	writeTimeout      time.Duration
+	webhooks          listFlag
+	webhookSecretFile string
 	// dbTimeout bounds how long a request waits for the database.
 	dbTimeout time.Duration
 	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
@@ -144,7 +144,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultTimeouts.Idle, "how long a kept-alive connection may wait for its next request; 0: no bound")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
-	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
+	fs.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
 	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", 2*time.Second, "PostgreSQL: how long a statement waits for a lock another transaction holds (lock_timeout) before its request is answered error 503; 0: no bound")
 	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", 5*time.Second, "PostgreSQL: have the server end a session idle this long inside a transaction (idle_in_transaction_session_timeout), as when this process is stopped mid-transaction, releasing its locks; 0: no bound")
@@ -209,7 +209,7 @@ func (o *options) check() error {
 			return o.flagError("cors-origin", err)
 		}
 	}
-	if o.webhookSecret != "" && len(o.webhooks) == 0 {
+	if o.webhookSecretFile != "" && len(o.webhooks) == 0 {
 		return o.flagError("webhook-secret-file", errors.New("needs -webhook: with no subscriber, nothing is signed"))
 	}
 	if o.metricsPublic && o.metricsAddr != "" {
@@ -263,3 +263,40 @@ func (o *options) timeouts() server.Timeouts {
 		Handler:    o.dbTimeout,
 	}
 }
+
+// A flagError is a flag, or the variable that stood for it, whose value
+// the binary cannot use. Its message names what the user gave, so that
+// they know what to fix.
+type flagError struct {
+	Flag string // the flag's name, without its dash
+	Name string // how the user gave it: "-" + Flag, or the variable that set it
+	// Unparsed is the variable's value when the flag could not parse it,
+	// and "" when the flag took its value.
+	Unparsed string
+	Err      error // why: a valueRule, or the cause
+}
+
+func (e *flagError) Error() string {
+	switch {
+	case e.Unparsed != "":
+		return fmt.Sprintf("invalid value %q in %s (the variable of -%s): %v", e.Unparsed, e.Name, e.Flag, e.Err)
+	case errors.As(e.Err, new(valueRule)):
+		return e.Name + " " + e.Err.Error()
+	}
+	return e.Name + ": " + e.Err.Error()
+}
+
+func (e *flagError) Unwrap() error { return e.Err }
+
+// A valueRule is a rule a flag's value breaks, which reads after the flag's
+// name: "-max-body must be positive".
+type valueRule string
+
+func (r valueRule) Error() string { return string(r) }
+
+// The rules that parseFlags checks.
+const (
+	errNotPositive valueRule = "must be positive"
+	errNegative    valueRule = "must not be negative"
+	errLogFormat   valueRule = "must be text or json"
+)
