@@ -71,11 +71,9 @@ type loggedError struct{ err error }
 func (e loggedError) Error() string { return e.err.Error() }
 func (e loggedError) Unwrap() error { return e.err }
 
-// run is the whole program: it serves until ctx ends, then drains
-// in-flight requests and returns nil. Its steps are the ones an operator
-// names: the configuration, the listeners, the storage, the handler, then
-// serving until told to stop.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+// run is the whole program: it runs a command, answers -h, -version or
+// -probe, or serves until ctx ends (see serveFlags).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if isCommand(args) {
 		return commands[args[0]](ctx, args[1:], stdout, stderr)
 	}
@@ -92,7 +90,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case o.probe != "":
 		return probe(ctx, o, stdout)
 	}
+	return serveFlags(ctx, o, getenv, stdout, stderr)
+}
 
+// serveFlags serves as o says until ctx ends, and returns nil once it has
+// stopped in the order the steps' dependencies give: the requests in
+// flight drained, then the webhook deliveries stopped, then the spans
+// flushed (with their own deadline), then the storage closed.
+func serveFlags(ctx context.Context, o *options, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	// SIGHUP re-reads the files of secrets once serving (see
 	// server.Server.Reload); caught from here on, it no longer ends the process.
 	hup := make(chan os.Signal, 1)
@@ -102,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, w := range unknownVariables(environ(), o.fs) {
 		logger.Warn(w)
 	}
-	// Whatever way run returns, what it logged reaches stderr, and so does
+	// Whatever way it returns, what it logged reaches stderr, and so does
 	// the error that ends it, as a log line a log collector can parse.
 	defer func() {
 		if err != nil {
@@ -111,10 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		logs.Close()
 	}()
-
-	// The configuration's secrets are read and checked before anything
-	// is opened, and the ports are bound before the storage is: a start
-	// that fails on either creates no database and prints no token.
+	// The secrets are read and checked before anything is opened, and the
+	// ports are bound before the storage is: a start that fails on either
+	// creates no database and prints no token.
 	sec, err := loadSecrets(o, getenv, logger)
 	if err != nil {
 		return err
@@ -129,14 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer srv.Close()
 	o.instance = instanceName(srv.Addr())
-
-	// Flushed last, once the requests and the deliveries have ended.
-	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	ps, stop, err := openPlantStore(ctx, o, sec, reg, tp, logger)
+	ps, tp, stop, err := openPlantStore(ctx, o, getenv, sec, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -177,13 +174,21 @@ func startLogs(o *options, stderr io.Writer) (*server.LogWriter, *slog.Logger) {
 	return logs, logger
 }
 
-// openPlantStore opens the storage -db names and starts the webhooks,
-// and returns the PlantStore over them and a function that stops the
-// webhooks and closes the storage. tp, unless nil, traces them.
-func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
+// openPlantStore starts tracing, opens the storage -db names and starts
+// the webhooks. It returns the PlantStore over them, the TracerProvider
+// (nil when tracing is off) and the function that, after the drain, stops
+// the webhooks, flushes the spans and closes the storage, in that order.
+// The webhooks' context outlives ctx, so that the creates of the requests
+// still draining are delivered too.
+func openPlantStore(ctx context.Context, o *options, getenv func(string) string, sec *secrets, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, *sdktrace.TracerProvider, func(), error) {
+	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	hooks, err := promstats.Storage(reg)
 	if err != nil {
-		return nil, nil, err
+		stopTracing()
+		return nil, nil, nil, err
 	}
 	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(hooks)}
 	var wopts []webhook.Option
@@ -196,15 +201,18 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 	}
 	storage, closeStorage, err := openStorage(ctx, o, logger, sopts...)
 	if err != nil {
-		return nil, nil, err
+		stopTracing()
+		return nil, nil, nil, err
 	}
-	psOpts, stopWebhooks, err := startWebhooks(ctx, o, sec, storage, logger, reg, wopts...)
+	psOpts, stopWebhooks, err := startWebhooks(context.WithoutCancel(ctx), o, sec, storage, logger, reg, wopts...)
 	if err != nil {
+		stopTracing()
 		closeStorage()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return plantstore.New(storage, psOpts...), func() {
+	return plantstore.New(storage, psOpts...), tp, func() {
 		stopWebhooks()
+		stopTracing()
 		closeStorage()
 	}, nil
 }

@@ -176,33 +176,8 @@ func (o *options) check() error {
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o.flagError("log-format", fmt.Errorf("%w, not %q", errLogFormat, o.logFormat))
 	}
-	for _, f := range []struct {
-		flag string
-		n    int64
-	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
-		if f.n <= 0 {
-			return o.flagError(f.flag, errNotPositive)
-		}
-	}
-	if o.webhookMaxPending < 0 {
-		return o.flagError("webhook-max-pending", errNegative)
-	}
-	for _, f := range []struct {
-		flag string
-		d    time.Duration
-	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout},
-		{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"idle-timeout", o.idleTimeout}} {
-		if f.d < 0 {
-			return o.flagError(f.flag, errNegative)
-		}
-	}
-	for _, t := range []struct {
-		flag string
-		d    time.Duration
-	}{{"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
-		if t.d <= 0 {
-			return o.flagError(t.flag, errNotPositive)
-		}
+	if err := o.checkNumbers(); err != nil {
+		return err
 	}
 	for _, origin := range o.corsOrigins {
 		if err := httpapi.CheckOrigin(origin); err != nil {
@@ -231,6 +206,40 @@ func (o *options) check() error {
 	if o.probe != "" {
 		if err := checkProbePath(o.probe); err != nil {
 			return o.flagError("probe", err)
+		}
+	}
+	return nil
+}
+
+// checkNumbers returns a *flagError for the first size, count or
+// duration out of its range.
+func (o *options) checkNumbers() error {
+	for _, f := range []struct {
+		flag string
+		n    int64
+	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
+		if f.n <= 0 {
+			return o.flagError(f.flag, errNotPositive)
+		}
+	}
+	if o.webhookMaxPending < 0 {
+		return o.flagError("webhook-max-pending", errNegative)
+	}
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout},
+		{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"idle-timeout", o.idleTimeout}} {
+		if f.d < 0 {
+			return o.flagError(f.flag, errNegative)
+		}
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
+		if t.d <= 0 {
+			return o.flagError(t.flag, errNotPositive)
 		}
 	}
 	return nil

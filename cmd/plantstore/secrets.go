@@ -2,7 +2,7 @@ package main
 
 import (
 	"log/slog"
-	"sync"
+	"sync/atomic"
 
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/server"
@@ -13,28 +13,22 @@ import (
 // SIGHUP, besides the TLS certificate, which package server re-reads: the
 // accepted tokens and the webhook signing secret.
 type secrets struct {
-	o      *options
-	getenv func(string) string
-	logger *slog.Logger
-
 	// tokens accepts the tokens of -token-file and PLANTSTORE_TOKENS, or
 	// the one generated at start; tokenFile is it when -token-file is
 	// given, and nil otherwise.
 	tokens    httpapi.Authenticator
 	tokenFile *httpapi.TokenFile
-
-	mu sync.Mutex // held over the two fields below
-	// webhookSecret is the secret deliveries are signed with, "" without
+	// webhookSecret is the secret deliveries start with, "" without
 	// -webhook; webhooks is their Dispatcher once started.
 	webhookSecret string
-	webhooks      *webhook.Dispatcher
+	webhooks      atomic.Pointer[webhook.Dispatcher]
 }
 
 // loadSecrets reads the webhook secret and the tokens the options and
 // the environment give. Any that cannot be used is an error: at start,
 // unlike at a reload, there is no old value to keep.
 func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*secrets, error) {
-	s := &secrets{o: o, getenv: getenv, logger: logger}
+	s := &secrets{}
 	var err error
 	if s.webhookSecret, err = readWebhookSecret(o, getenv, logger); err != nil {
 		return nil, err
@@ -69,41 +63,24 @@ func (s *secrets) setTokens(tokens []string) {
 func (s *secrets) hasTokens() bool { return s.tokens != nil }
 
 // reloaders returns the options that make the server re-read, at each
-// reload, -token-file and -webhook-secret-file, when given. Each that
-// loads replaces the value in use; each that does not keeps its old
-// value. What came from the environment or was generated at start stays
-// as it is.
-func (s *secrets) reloaders() []server.Option {
+// reload, -token-file and, once deliveries have started,
+// -webhook-secret-file, when given. Each that loads replaces the value in
+// use; each that does not keeps its old value. What came from the
+// environment or was generated at start stays as it is.
+func (s *secrets) reloaders(o *options, logger *slog.Logger) []server.Option {
 	var opts []server.Option
 	if s.tokenFile != nil {
 		opts = append(opts, server.WithReload("tokens", s.tokenFile.Reload, func() []slog.Attr {
 			return []slog.Attr{slog.Int("tokens", s.tokenFile.Len())}
 		}))
 	}
-	if s.o.webhookSecretFile != "" {
-		opts = append(opts, server.WithReload("webhook secret", s.reloadWebhookSecret, nil))
+	if o.webhookSecretFile != "" {
+		opts = append(opts, server.WithReload("webhook secret", func() (bool, error) {
+			if d := s.webhooks.Load(); d != nil {
+				return d.ReloadSecretFile(o.webhookSecretFile, logger)
+			}
+			return false, nil
+		}, nil))
 	}
 	return opts
-}
-
-// reloadWebhookSecret re-reads the webhook secret, once deliveries have
-// started.
-func (s *secrets) reloadWebhookSecret() (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.webhooks == nil {
-		return false, nil
-	}
-	secret, err := readWebhookSecret(s.o, s.getenv, s.logger)
-	if err != nil {
-		return false, err
-	}
-	if secret == s.webhookSecret {
-		return false, nil
-	}
-	if err := s.webhooks.SetSecret([]byte(secret)); err != nil {
-		return false, err
-	}
-	s.webhookSecret = secret
-	return true, nil
 }

@@ -26,7 +26,7 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 		server.WithShutdownTimeout(o.shutdownTimeout),
 		server.WithLogger(logger),
 		server.WithReloadOn(hup),
-	}, sec.reloaders()...)
+	}, sec.reloaders(o, logger)...)
 	if o.tlsCert != "" {
 		opts = append(opts, server.WithTLS(o.tlsCert, o.tlsKey))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -17,22 +18,6 @@ import (
 // subscribers and nothing gives the secret to sign for them.
 var errNoWebhookSecret = errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
 
-// A weakSecretError is a webhook signing secret that webhook.CheckSecret
-// refuses, with where it came from.
-type weakSecretError struct {
-	File string // -webhook-secret-file, or "" for PLANTSTORE_WEBHOOK_SECRET
-	Err  error  // wraps webhook.ErrSecret
-}
-
-func (e *weakSecretError) Error() string {
-	if e.File == "" {
-		return "PLANTSTORE_WEBHOOK_SECRET: " + e.Err.Error()
-	}
-	return "webhook secret file " + e.File + ": " + e.Err.Error()
-}
-
-func (e *weakSecretError) Unwrap() error { return e.Err }
-
 // readWebhookSecret returns the signing secret for -webhook subscribers, from
 // -webhook-secret-file (read by [webhook.ReadSecretFile]) or
 // PLANTSTORE_WEBHOOK_SECRET, either trimmed of surrounding white space,
@@ -45,9 +30,6 @@ func readWebhookSecret(o *options, getenv func(string) string, logger *slog.Logg
 	}
 	if o.webhookSecretFile != "" {
 		secret, err := webhook.ReadSecretFile(o.webhookSecretFile, logger)
-		if fe, ok := errors.AsType[*webhook.SecretFileError](err); ok && errors.Is(err, webhook.ErrSecret) {
-			return "", &weakSecretError{File: fe.Path, Err: fe.Err}
-		}
 		return string(secret), err
 	}
 	// Trimmed as the file is: a shell's trailing newline is not part of
@@ -57,7 +39,7 @@ func readWebhookSecret(o *options, getenv func(string) string, logger *slog.Logg
 		return "", errNoWebhookSecret
 	}
 	if err := webhook.CheckSecret([]byte(secret)); err != nil {
-		return "", &weakSecretError{Err: err}
+		return "", fmt.Errorf("PLANTSTORE_WEBHOOK_SECRET: %w", err)
 	}
 	return secret, nil
 }
@@ -75,8 +57,6 @@ func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plants
 	if len(o.webhooks) == 0 {
 		return nil, func() {}, nil
 	}
-	sec.mu.Lock()
-	defer sec.mu.Unlock()
 	d, psOpts, err := webhook.Start(ctx, storage, o.webhooks, []byte(sec.webhookSecret), append([]webhook.Option{
 		webhook.WithLease(o.webhookLease),
 		webhook.WithOwner(o.instance),
@@ -90,6 +70,6 @@ func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plants
 		d.Stop()
 		return nil, nil, err
 	}
-	sec.webhooks = d
+	sec.webhooks.Store(d)
 	return psOpts, d.Stop, nil
 }
