@@ -30,11 +30,8 @@ func (l *listFlag) Set(s string) error {
 }
 
 // applyEnv sets each flag of fs that the command line did not set from its
-// environment variable, when that is set and not empty, so that every flag
-// defined on fs, now or later, can come from the environment, and a flag
-// on the command line beats its variable. A *listFlag takes one value per
-// comma-separated item. It returns the flags it set, each with the
-// variable it set it from, so that later checks can name the variable.
+// variable, when not empty (a *listFlag one value per comma-separated
+// item), and returns the flags it set, each with its variable.
 func applyEnv(fs *flag.FlagSet, getenv func(string) string) (map[string]string, error) {
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })

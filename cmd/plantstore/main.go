@@ -1,8 +1,6 @@
-// Command plantstore serves the Plant Store API.
-//
-// With no flags it listens on 127.0.0.1:8080, keeps plants in the SQLite
-// file plantstore.db in the working directory, and prints a bearer token
-// generated for the run. plantstore -h lists every flag;
+// Command plantstore serves the Plant Store API: with no flags on
+// 127.0.0.1:8080, from the SQLite file plantstore.db, with a token
+// generated for the run. plantstore -h lists the flags;
 // docs/operations.md says what each does.
 package main
 
@@ -48,12 +46,6 @@ func main() {
 		os.Exit(3)
 	}
 	os.Exit(1)
-}
-
-// newLogger returns the logger of the binary, writing to w in the format
-// -log-format names.
-func newLogger(o *options, w io.Writer) *slog.Logger {
-	return slog.New(httpapi.NewLogHandler(w, logFormat(o), &slog.HandlerOptions{Level: o.logLevel}))
 }
 
 // logFormat returns the format -log-format names.
@@ -148,9 +140,8 @@ func serveFlags(ctx context.Context, o *options, getenv func(string) string, std
 	return serve(ctx, o, srv, handler, logger, stdout)
 }
 
-// ensureToken makes up a token and prints it when none is configured, so
-// that the API can be used at all. It is called only once everything has
-// opened, so that a start that fails prints none.
+// ensureToken makes up a token and prints it when none is configured,
+// once everything has opened, so that a start that fails prints none.
 func ensureToken(sec *secrets, stdout io.Writer) error {
 	if sec.hasTokens() {
 		return nil
@@ -164,22 +155,22 @@ func ensureToken(sec *secrets, stdout io.Writer) error {
 	return nil
 }
 
-// startLogs starts the binary's log output to stderr and its logger.
+// startLogs starts the binary's log output to stderr and its logger, in
+// the format and from the level of -log-format and -log-level.
 func startLogs(o *options, stderr io.Writer) (*server.LogWriter, *slog.Logger) {
 	logs := server.NewLogWriter(stderr)
-	logger := newLogger(o, logs)
+	logger := slog.New(httpapi.NewLogHandler(logs, logFormat(o), &slog.HandlerOptions{Level: o.logLevel}))
 	logs.OnDrop(func(n int64) {
 		logger.Warn("log lines dropped: the log output did not take them in time", "dropped", n)
 	})
 	return logs, logger
 }
 
-// openPlantStore starts tracing, opens the storage -db names and starts
-// the webhooks. It returns the PlantStore over them, the TracerProvider
-// (nil when tracing is off) and the function that, after the drain, stops
-// the webhooks, flushes the spans and closes the storage, in that order.
-// The webhooks' context outlives ctx, so that the creates of the requests
-// still draining are delivered too.
+// openPlantStore starts tracing, opens the storage and starts the
+// webhooks, with a context that outlives the drain. It returns the
+// PlantStore, the TracerProvider (nil when tracing is off) and the
+// function that stops the webhooks, flushes the spans and closes the
+// storage, in that order.
 func openPlantStore(ctx context.Context, o *options, getenv func(string) string, sec *secrets, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, *sdktrace.TracerProvider, func(), error) {
 	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
 	if err != nil {
@@ -217,11 +208,8 @@ func openPlantStore(ctx context.Context, o *options, getenv func(string) string,
 	}, nil
 }
 
-// newHandler returns the API's handler as the binary serves it on -addr:
-// with the tokens of sec, which a reload may change, the metrics as
-// hooks, the access log, /metrics unless -metrics-addr takes it
-// elsewhere, and /docs unless -docs=false; inside otelhttp's handler when
-// tp traces it.
+// newHandler returns the API's handler as the binary serves it on -addr,
+// traced when tp is not nil.
 func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *server.LogWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {

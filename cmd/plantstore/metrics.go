@@ -14,12 +14,9 @@ import (
 // API's tokens unless -metrics-public.
 const metricsPath = "/metrics"
 
-// newRegistry returns the binary's own registry, holding what
-// [promstats.Process] registers: plantstore_build_info, with the linker's
-// buildVersion and buildCommit when the go command stamped nothing, and
-// the Go runtime's and the process's collectors. The library's
-// collectors join it through the options given to httpapi and sqlstore;
-// nothing is registered with prometheus.DefaultRegisterer.
+// newRegistry returns the binary's own registry, with what
+// [promstats.Process] registers (plantstore_build_info with the linker's
+// buildVersion and buildCommit, the runtime's and the process's collectors).
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	if err := promstats.Process(reg, promstats.WithBuild(buildVersion, buildCommit)); err != nil {

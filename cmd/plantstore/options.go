@@ -15,71 +15,27 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// options are the binary's flags.
+// options are the binary's flags, each field the value of the flag its
+// name spells (define says what each does), and what run learns on its
+// way: instance names this process in the webhook leases it takes (see
+// instanceName).
 type options struct {
-	addr            string
-	db              string
-	tokenFile       string
-	logLevel        slog.Level
-	logFormat       string
-	maxBody         int64
-	conventional    bool
-	shutdownTimeout time.Duration
-	// readHeaderTimeout and readTimeout bound how long a client may take
-	// to send a request's headers, and its whole request; idleTimeout,
-	// how long a kept-alive connection may wait for its next request
-	// (see timeouts: server.Timeouts says what zero leaves).
-	readHeaderTimeout time.Duration
-	readTimeout       time.Duration
-	idleTimeout       time.Duration
-	// writeTimeout is how long a client may take to read an answer;
-	// server.Timeouts says what write deadline it makes.
-	writeTimeout      time.Duration
-	webhooks          listFlag
-	webhookSecretFile string
-	// dbTimeout bounds how long a request waits for the database.
-	dbTimeout time.Duration
-	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
-	// idle_in_transaction_session_timeout for every session.
-	dbLockTimeout   time.Duration
-	dbIdleTxTimeout time.Duration
-	// readyTimeout bounds how long GET /readyz waits for its check.
-	readyTimeout time.Duration
-	corsOrigins  listFlag
-	// metricsAddr, when set, moves /metrics off the main listener.
-	// metricsPublic serves it on the main listener without a token.
-	metricsAddr   string
-	metricsPublic bool
-	// docs serves the API's reference page at /docs on -addr.
-	docs bool
-	// pprof serves net/http/pprof on -metrics-addr.
-	pprof bool
-	// tlsCert and tlsKey, both or neither, make -addr serve HTTPS.
-	tlsCert, tlsKey string
-	version         bool
-	// probe, when set, makes the binary ask a running server for this
-	// path instead of serving (see probe).
-	probe string
-
-	// instance names this process in the webhook leases it takes: its host
-	// name and the address -addr bound, the same across its restarts and
-	// different from every other instance's (see instanceName).
-	instance string
+	addr, db, tokenFile, logFormat, metricsAddr       string
+	webhookSecretFile, tlsCert, tlsKey, probe         string
+	otlpEndpoint, instance                            string
+	logLevel                                          slog.Level
+	maxBody, webhookMaxPendingBytes                   int64
+	webhookMaxPending                                 int
+	conventional, metricsPublic, docs, pprof, version bool
+	shutdownTimeout, dbTimeout, dbLockTimeout         time.Duration
+	dbIdleTxTimeout, readyTimeout, webhookLease       time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout      time.Duration
+	idleTimeout                                       time.Duration
+	webhooks, corsOrigins                             listFlag
 
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.
 	fromEnv map[string]string
-	// webhookLease is how long a claimed webhook delivery stays with this
-	// process before another process on the same database may take it.
-	webhookLease time.Duration
-	// webhookMaxPending bounds the outbox, in events: 0 is the storage's
-	// default, 10,000 in memory and no bound in a database.
-	// webhookMaxPendingBytes bounds the in-memory outbox of memory storage.
-	webhookMaxPending      int
-	webhookMaxPendingBytes int64
-	// otlpEndpoint, when set, is the OTLP/HTTP receiver spans are
-	// exported to (see startTracing).
-	otlpEndpoint string
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -141,7 +97,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to drain in-flight requests on SIGINT or SIGTERM")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", server.DefaultTimeouts.ReadHeader, "how long a client may take to send a request's headers; 0: as long as -read-timeout allows")
 	fs.DurationVar(&o.readTimeout, "read-timeout", server.DefaultTimeouts.Read, "how long a client may take to send a whole request, body included; 0: no bound")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer; the server's write deadline is read-timeout + db-timeout + this, from the request's headers; 0: no bound")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultTimeouts.Idle, "how long a kept-alive connection may wait for its next request; 0: no bound")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
 	fs.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")

@@ -13,9 +13,8 @@ import (
 // SIGHUP, besides the TLS certificate, which package server re-reads: the
 // accepted tokens and the webhook signing secret.
 type secrets struct {
-	// tokens accepts the tokens of -token-file and PLANTSTORE_TOKENS, or
-	// the one generated at start; tokenFile is it when -token-file is
-	// given, and nil otherwise.
+	// tokens accepts those of -token-file (tokenFile, when given) and
+	// PLANTSTORE_TOKENS, or the one generated at start.
 	tokens    httpapi.Authenticator
 	tokenFile *httpapi.TokenFile
 	// webhookSecret is the secret deliveries start with, "" without
@@ -50,9 +49,7 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 	return s, nil
 }
 
-// setTokens makes tokens, checked with [httpapi.CheckToken], the accepted
-// ones, without -token-file: nothing reloads them. None is accepted when
-// there are none.
+// setTokens makes tokens, checked, the accepted ones when there are any.
 func (s *secrets) setTokens(tokens []string) {
 	if len(tokens) > 0 {
 		s.tokens = httpapi.Tokens(tokens...)
@@ -62,11 +59,9 @@ func (s *secrets) setTokens(tokens []string) {
 // hasTokens reports whether any token is accepted.
 func (s *secrets) hasTokens() bool { return s.tokens != nil }
 
-// reloaders returns the options that make the server re-read, at each
-// reload, -token-file and, once deliveries have started,
-// -webhook-secret-file, when given. Each that loads replaces the value in
-// use; each that does not keeps its old value. What came from the
-// environment or was generated at start stays as it is.
+// reloaders returns the options that make each reload re-read
+// -token-file and, once deliveries have started, -webhook-secret-file,
+// when given; a file that cannot be used leaves its old value in use.
 func (s *secrets) reloaders(o *options, logger *slog.Logger) []server.Option {
 	var opts []server.Option
 	if s.tokenFile != nil {

@@ -13,13 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore/server"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
-// listen binds -addr, and -metrics-addr with the metrics of reg (and
-// with -pprof the profiles) behind it, after reading -tls-cert and
-// -tls-key. A port taken or refused is an error naming the flag, and
-// nothing stays bound. The server reloads at each signal on hup, which
-// run has caught since it began, and reloads then the files of sec.
+// listen binds -addr, with -tls-cert, and -metrics-addr, with reg's
+// metrics and -pprof's profiles; a port it cannot bind is an error naming
+// the flag. Each signal on hup reloads the certificate and sec's files.
 func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Signal, logger *slog.Logger) (*server.Server, error) {
 	opts := append([]server.Option{
 		server.WithTimeouts(o.timeouts()),
@@ -49,12 +48,10 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 	return srv, err
 }
 
-// instanceName names the process listening on addr in the webhook leases
-// it takes, so that restarted on the same host and address it takes back
-// at once the deliveries it held when it was killed (webhook.WithOwner),
-// and no other instance of a fleet shares the name: two processes cannot
-// listen on one address of one host. With -addr's port 0 the name changes
-// at every start, and a restart waits for the leases, -webhook-lease.
+// instanceName names the process listening on addr in its webhook leases
+// (webhook.WithOwner): the same when restarted on the same host and
+// address, so that it takes its deliveries back at once, and no other
+// instance's, since two processes cannot listen on one address.
 func instanceName(addr net.Addr) string {
 	host, err := os.Hostname()
 	if err != nil {
@@ -64,8 +61,7 @@ func instanceName(addr net.Addr) string {
 }
 
 // serve says where srv serves, on stdout and in the log, and serves
-// handler on it until ctx ends and the requests in flight have drained
-// (see [server.Server.Serve]).
+// handler until ctx ends and the requests in flight have drained.
 func serve(ctx context.Context, o *options, srv *server.Server, handler http.Handler, logger *slog.Logger, stdout io.Writer) error {
 	if addr := srv.MetricsAddr(); addr != nil {
 		fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", addr, metricsPath)
@@ -78,7 +74,7 @@ func serve(ctx context.Context, o *options, srv *server.Server, handler http.Han
 		scheme = "https"
 	}
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, srv.Addr())
-	logger.Info("plantstore started", "addr", srv.Addr().String(), "tls", srv.TLS(), "db", redactDSN(o.db))
+	logger.Info("plantstore started", "addr", srv.Addr().String(), "tls", srv.TLS(), "db", sqlstore.RedactDSN(o.db))
 	if err := srv.Serve(ctx, handler); err != nil {
 		return err
 	}

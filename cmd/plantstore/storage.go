@@ -46,9 +46,6 @@ func parseDB(db string) (storageKind, string, error) {
 	return 0, "", fmt.Errorf("-db %q: %w", sqlstore.RedactDSN(db), errDBForm)
 }
 
-// redactDSN is [sqlstore.RedactDSN], for the lines that name -db.
-func redactDSN(db string) string { return sqlstore.RedactDSN(db) }
-
 // openStorage opens the storage -db names, which parseFlags has checked,
 // and returns it with the function that closes it. opts configure
 // durable storage; -db-lock-timeout and -db-idle-tx-timeout are added for
