@@ -32,11 +32,8 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"it appears. Bring it back with plantstore restore.\n")
 	db := flags.String("db", "plantstore.db", "the SQLite database `path` to copy")
 	out := flags.String("out", "", "the new `file` to write the copy to")
-	if err := parseCommand(flags, args, "out"); err != nil {
-		return err
-	}
-	path, err := sqlitePath(*db)
-	if err != nil {
+	path, err := parseCommand(flags, args, "out", db)
+	if err != nil || path == "" {
 		return err
 	}
 	if err := sqlstore.BackupSQLiteFile(ctx, "sqlite", path, *out); err != nil {
@@ -56,11 +53,8 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"move the old database (and its -wal and -shm files) away first.\n")
 	from := flags.String("from", "", "the backup `file` to restore")
 	db := flags.String("db", "plantstore.db", "the SQLite database `path` to create")
-	if err := parseCommand(flags, args, "from"); err != nil {
-		return err
-	}
-	path, err := sqlitePath(*db)
-	if err != nil {
+	path, err := parseCommand(flags, args, "from", db)
+	if err != nil || path == "" {
 		return err
 	}
 	if err := sqlstore.RestoreSQLiteFile(ctx, "sqlite", *from, path); err != nil {
@@ -83,34 +77,25 @@ func newCommandFlags(name string, stderr io.Writer, usage string) *flag.FlagSet 
 }
 
 // parseCommand parses a command's args, which must set the flag named
-// required and have no arguments left.
-func parseCommand(flags *flag.FlagSet, args []string, required string) error {
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w; %w", err, errBadArgs)
+// required and have no arguments left, and returns the SQLite file its
+// -db names, or "" and nil after -h.
+func parseCommand(flags *flag.FlagSet, args []string, required string, db *string) (string, error) {
+	if err := flags.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("%w; %w", err, errBadArgs)
 	}
 	if flags.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments: %q; %w", flags.Name(), flags.Args(), errBadArgs)
+		return "", fmt.Errorf("%s: unexpected arguments: %q; %w", flags.Name(), flags.Args(), errBadArgs)
 	}
 	if flags.Lookup(required).Value.String() == "" {
-		return fmt.Errorf("%s: -%s is required; %w", flags.Name(), required, errBadArgs)
+		return "", fmt.Errorf("%s: -%s is required; %w", flags.Name(), required, errBadArgs)
 	}
-	return nil
-}
-
-// sqlitePath returns the file a -db value names, or an error when it
-// names no SQLite file.
-func sqlitePath(db string) (string, error) {
-	kind, where, err := parseDB(db)
-	if err != nil {
-		return "", err
+	kind, path, err := parseDB(*db)
+	if err == nil && kind != sqliteStorage {
+		err = errNotSQLite
 	}
-	if kind != sqliteStorage {
-		return "", errNotSQLite
-	}
-	return where, nil
+	return path, err
 }
 
 // isCommand reports whether args name a command rather than flags.

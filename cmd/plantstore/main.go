@@ -143,14 +143,14 @@ func serveFlags(ctx context.Context, o *options, getenv func(string) string, std
 // ensureToken makes up a token and prints it when none is configured,
 // once everything has opened, so that a start that fails prints none.
 func ensureToken(sec *secrets, stdout io.Writer) error {
-	if sec.hasTokens() {
+	if sec.tokens != nil {
 		return nil
 	}
 	tok, err := randomToken()
 	if err != nil {
 		return err
 	}
-	sec.setTokens([]string{tok})
+	sec.tokens = httpapi.Tokens(tok)
 	fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
 	return nil
 }

@@ -171,31 +171,23 @@ func (o *options) check() error {
 // duration out of its range.
 func (o *options) checkNumbers() error {
 	for _, f := range []struct {
-		flag string
-		n    int64
-	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
-		if f.n <= 0 {
+		flag     string
+		n        int64
+		positive bool // else not negative
+	}{
+		{"max-body", o.maxBody, true}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes, true},
+		{"webhook-max-pending", int64(o.webhookMaxPending), false},
+		{"shutdown-timeout", int64(o.shutdownTimeout), false}, {"db-lock-timeout", int64(o.dbLockTimeout), false},
+		{"db-idle-tx-timeout", int64(o.dbIdleTxTimeout), false}, {"read-header-timeout", int64(o.readHeaderTimeout), false},
+		{"read-timeout", int64(o.readTimeout), false}, {"write-timeout", int64(o.writeTimeout), false},
+		{"idle-timeout", int64(o.idleTimeout), false}, {"db-timeout", int64(o.dbTimeout), true},
+		{"ready-timeout", int64(o.readyTimeout), true}, {"webhook-lease", int64(o.webhookLease), true},
+	} {
+		switch {
+		case f.positive && f.n <= 0:
 			return o.flagError(f.flag, errNotPositive)
-		}
-	}
-	if o.webhookMaxPending < 0 {
-		return o.flagError("webhook-max-pending", errNegative)
-	}
-	for _, f := range []struct {
-		flag string
-		d    time.Duration
-	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout},
-		{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"idle-timeout", o.idleTimeout}} {
-		if f.d < 0 {
+		case f.n < 0:
 			return o.flagError(f.flag, errNegative)
-		}
-	}
-	for _, t := range []struct {
-		flag string
-		d    time.Duration
-	}{{"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
-		if t.d <= 0 {
-			return o.flagError(t.flag, errNotPositive)
 		}
 	}
 	return nil

@@ -37,7 +37,9 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 		return nil, err
 	}
 	if o.tokenFile == "" {
-		s.setTokens(tokens)
+		if len(tokens) > 0 {
+			s.tokens = httpapi.Tokens(tokens...)
+		}
 		return s, nil
 	}
 	s.tokenFile, err = httpapi.OpenTokenFile(o.tokenFile,
@@ -48,16 +50,6 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 	s.tokens = s.tokenFile
 	return s, nil
 }
-
-// setTokens makes tokens, checked, the accepted ones when there are any.
-func (s *secrets) setTokens(tokens []string) {
-	if len(tokens) > 0 {
-		s.tokens = httpapi.Tokens(tokens...)
-	}
-}
-
-// hasTokens reports whether any token is accepted.
-func (s *secrets) hasTokens() bool { return s.tokens != nil }
 
 // reloaders returns the options that make each reload re-read
 // -token-file and, once deliveries have started, -webhook-secret-file,
