@@ -92,7 +92,7 @@ func parseCommand(flags *flag.FlagSet, args []string, required string, db *strin
 		return "", fmt.Errorf("%s: -%s is required; %w", flags.Name(), required, errBadArgs)
 	}
 	kind, path, err := parseDB(*db)
-	if err == nil && kind != sqliteStorage {
+	if err == nil && kind != "sqlite" {
 		err = errNotSQLite
 	}
 	return path, err

@@ -15,10 +15,8 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// options are the binary's flags, each field the value of the flag its
-// name spells (define says what each does), and what run learns on its
-// way: instance names this process in the webhook leases it takes (see
-// instanceName).
+// options are the binary's flags, each field the flag its name spells
+// (see define), and instance, the name of this process's webhook leases.
 type options struct {
 	addr, db, tokenFile, logFormat, metricsAddr       string
 	webhookSecretFile, tlsCert, tlsKey, probe         string
@@ -208,19 +206,6 @@ func (o *options) checkPairs() error {
 	return nil
 }
 
-// timeouts returns the client deadlines of the flags, with -db-timeout as
-// the longest the handler waits, which package server adds to the write
-// deadline.
-func (o *options) timeouts() server.Timeouts {
-	return server.Timeouts{
-		ReadHeader: o.readHeaderTimeout,
-		Read:       o.readTimeout,
-		Write:      o.writeTimeout,
-		Idle:       o.idleTimeout,
-		Handler:    o.dbTimeout,
-	}
-}
-
 // A flagError is a flag, or the variable that stood for it, whose value
 // the binary cannot use. Its message names what the user gave, so that
 // they know what to fix.
@@ -257,3 +242,10 @@ const (
 	errNegative    valueRule = "must not be negative"
 	errLogFormat   valueRule = "must be text or json"
 )
+
+// timeouts returns the client deadlines of the flags, with -db-timeout as
+// the longest the handler waits, part of the write deadline.
+func (o *options) timeouts() server.Timeouts {
+	return server.Timeouts{ReadHeader: o.readHeaderTimeout, Read: o.readTimeout,
+		Write: o.writeTimeout, Idle: o.idleTimeout, Handler: o.dbTimeout}
+}
