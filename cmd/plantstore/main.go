@@ -85,10 +85,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return serveFlags(ctx, o, getenv, stdout, stderr)
 }
 
-// serveFlags serves as o says until ctx ends, and returns nil once it has
-// stopped in the order the steps' dependencies give: the requests in
-// flight drained, then the webhook deliveries stopped, then the spans
-// flushed (with their own deadline), then the storage closed.
+// serveFlags serves as o says until ctx ends, and returns nil once the
+// requests have drained, the deliveries stopped, the spans been flushed
+// and the storage closed, in that order.
 func serveFlags(ctx context.Context, o *options, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	// SIGHUP re-reads the files of secrets once serving (see
 	// server.Server.Reload); caught from here on, it no longer ends the process.

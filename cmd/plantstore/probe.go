@@ -15,12 +15,9 @@ import (
 // picks when it starts, which a probe cannot know.
 var errProbePort = fmt.Errorf("-probe needs the port the server listens on: -addr (or PLANTSTORE_ADDR) names none, or port 0: %w", server.ErrProbePort)
 
-// probe sends GET o.probe to the server that o's -addr describes, over
-// HTTPS with -tls-cert, and returns nil when it answers 200 (see
-// [server.Probe]). In a container image it runs with the server's
-// environment, so it finds the server's address in PLANTSTORE_ADDR as the
-// server did. It waits at most -ready-timeout and two seconds more, for
-// /readyz answers within -ready-timeout.
+// probe sends GET o.probe to the server at -addr (PLANTSTORE_ADDR in an
+// image, as for the server), over HTTPS with -tls-cert, and returns nil
+// when it answers 200 within -ready-timeout and two seconds more.
 func probe(ctx context.Context, o *options, stdout io.Writer) error {
 	url, err := server.ProbeURL(o.addr, o.probe, o.tlsCert != "")
 	if errors.Is(err, server.ErrProbePort) {

@@ -56,15 +56,12 @@ Examples:
 `)
 }
 
-// buildVersion and buildCommit, when set at link time (go build -ldflags
-// "-X main.buildVersion=v1.2.0 -X main.buildCommit=$(git rev-parse HEAD)"),
-// name the build where the go command stamps nothing: a build with
-// -buildvcs=false, or from a source archive without .git.
+// buildVersion and buildCommit, set at link time (-ldflags "-X
+// main.buildVersion=v1.2.0 -X main.buildCommit=…"), name a build the go
+// command stamped nothing into (-buildvcs=false, a source archive).
 var buildVersion, buildCommit string
 
-// version describes the build, from the module and version control
-// information the go command stamps into the binary, or the linker's
-// buildVersion and buildCommit.
+// version describes the build, as the go command or the linker named it.
 func version() string {
 	return buildinfo.Read(buildVersion, buildCommit).String()
 }
