@@ -28,7 +28,10 @@
 #                new data directory each round, creates to its records API
 #   any other    BIN_<name> (default: plantstore) with ARGS_<name> (default: -db memory);
 #                {tmp} in ARGS_<name> becomes a new empty directory each round, so
-#                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file
+#                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file;
+#                PATH_<name> (default: /plants) is where it takes the creates, as
+#                PATH_embed=/api/plants for examples/embed, which serves the API
+#                under /api/ (give it BENCH_TOKEN=alice-token and PLANTSTORE_ADDR=127.0.0.1:0)
 # Every plantstore server also gets -addr 127.0.0.1:0 and EXTRA_ARGS.
 #
 # Environment (all optional):
@@ -169,7 +172,8 @@ start_server() {
 # load OUT NAME: drives server_url from CLIENT_CPU and prints "REQS P99MS
 # BAD", BAD being the responses other than 200 plus transport errors.
 load() {
-	local out=$1 path=/plants field=id
+	local out=$1 path=/plants field=id p="PATH_$2"
+	[[ $2 =~ ^[A-Za-z0-9_]+$ ]] && path=${!p:-/plants}
 	if [[ $2 == pocketbase ]]; then
 		path=/api/collections/plants/records field=pid
 	fi

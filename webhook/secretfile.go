@@ -59,3 +59,26 @@ func ReadSecretFile(path string, logger *slog.Logger) ([]byte, error) {
 	}
 	return secret, nil
 }
+
+// ReloadSecretFile reads the signing secret from the file at path, as
+// [ReadSecretFile] does, and swaps it in as [Dispatcher.SetSecret] does
+// when its key differs from the one in use: the reload of a host's
+// -webhook-secret-file on SIGHUP (give it to server.WithReload), as the
+// binary does. changed says whether the key changed.
+//
+// Errors: those of [ReadSecretFile]; d keeps its secret then.
+func (d *Dispatcher) ReloadSecretFile(path string, logger *slog.Logger) (changed bool, err error) {
+	secret, err := ReadSecretFile(path, logger)
+	if err != nil {
+		return false, err
+	}
+	key, err := signingKey(secret)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(key, *d.key.Load()) {
+		return false, nil
+	}
+	d.key.Store(&key)
+	return true, nil
+}

@@ -2,10 +2,14 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +150,48 @@ func TestStop(t *testing.T) {
 	}
 	if got := rc.total(); got != 1 {
 		t.Errorf("%d attempts, want 1: a Dispatcher stopped before it ran delivers nothing", got)
+	}
+}
+
+// TestReloadSecretFile swaps the signing secret from a file: the same key
+// changes nothing, a weak one is refused and the old one kept, and a new
+// one signs the deliveries from then on.
+func TestReloadSecretFile(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 10)
+	bodies := make(chan []byte, 10)
+	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Header
+		bodies <- b
+	}))
+	t.Cleanup(sub.Close)
+	d, ps, _ := startOn(t, memstore.New(), []string{sub.URL})
+	file := filepath.Join(t.TempDir(), "secret")
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore new key 0123456789abcd"))
+	for _, tt := range []struct {
+		contents    string
+		wantChanged bool
+		wantErr     error
+	}{
+		{string(testSecret) + "\n", false, nil},
+		{"short", false, webhook.ErrSecret},
+		{newSecret + "\n", true, nil},
+		{newSecret, false, nil},
+	} {
+		if err := os.WriteFile(file, []byte(tt.contents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		changed, err := d.ReloadSecretFile(file, nil)
+		if changed != tt.wantChanged || !errors.Is(err, tt.wantErr) {
+			t.Errorf("ReloadSecretFile(%q) = %v, %v; want %v, %v", tt.contents, changed, err, tt.wantChanged, tt.wantErr)
+		}
+	}
+	if _, err := ps.Create(context.Background(), plantstore.NewPlant{ID: 1, Name: "Monstera"}); err != nil {
+		t.Fatal(err)
+	}
+	h, b := <-got, <-bodies
+	if err := webhook.Verify([]byte(newSecret), h, b, time.Now(), 0); err != nil {
+		t.Errorf("the delivery after the reload does not verify with the new secret: %v", err)
 	}
 }

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/plantstore/plantstore/sqlstore"
@@ -28,7 +24,7 @@ var errNotSQLite = errors.New("backup and restore are for the SQLite file; for P
 
 // runBackup is "plantstore backup -db PATH -out FILE": a consistent copy
 // of the SQLite database at PATH, taken while servers read and write it,
-// written to the new file FILE (see sqlstore.BackupSQLite).
+// written to the new file FILE (see sqlstore.BackupSQLiteFile).
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newCommandFlags("backup", stderr, "Usage: plantstore backup -db PATH -out FILE\n\n"+
 		"Writes a consistent copy of the SQLite database at PATH to the new file FILE, while\n"+
@@ -36,27 +32,11 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"it appears. Bring it back with plantstore restore.\n")
 	db := flags.String("db", "plantstore.db", "the SQLite database `path` to copy")
 	out := flags.String("out", "", "the new `file` to write the copy to")
-	if err := parseCommand(flags, args, "out"); err != nil {
+	path, err := parseCommand(flags, args, "out", db)
+	if err != nil || path == "" {
 		return err
 	}
-	path, err := sqlitePath(*db)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	// Refuse another application's file before opening it with the
-	// DSN, which would switch it to WAL.
-	if err := sqlstore.PrepareSQLiteFile(ctx, "sqlite", path); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	conn, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	defer conn.Close()
-	if err := sqlstore.BackupSQLite(ctx, "sqlite", conn, *out); err != nil {
+	if err := sqlstore.BackupSQLiteFile(ctx, "sqlite", path, *out); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s\n", path, *out)
@@ -64,7 +44,8 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // runRestore is "plantstore restore -from FILE -db PATH": FILE, a backup,
-// checked, becomes the SQLite database at PATH, which must not exist.
+// checked, becomes the SQLite database at PATH, which must not exist
+// (see sqlstore.RestoreSQLiteFile).
 func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newCommandFlags("restore", stderr, "Usage: plantstore restore -from FILE -db PATH\n\n"+
 		"Checks that FILE, a backup, is a plantstore database that passes PRAGMA\n"+
@@ -72,22 +53,11 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"move the old database (and its -wal and -shm files) away first.\n")
 	from := flags.String("from", "", "the backup `file` to restore")
 	db := flags.String("db", "plantstore.db", "the SQLite database `path` to create")
-	if err := parseCommand(flags, args, "from"); err != nil {
+	path, err := parseCommand(flags, args, "from", db)
+	if err != nil || path == "" {
 		return err
 	}
-	path, err := sqlitePath(*db)
-	if err != nil {
-		return err
-	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("restore: %s exists: stop the server and move the database, with its -wal and -shm files, away first: %w", p, fs.ErrExist)
-		}
-	}
-	if err := sqlstore.CheckSQLiteFile(ctx, "sqlite", *from); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	if err := copyFile(*from, path); err != nil {
+	if err := sqlstore.RestoreSQLiteFile(ctx, "sqlite", *from, path); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	fmt.Fprintf(stdout, "restored %s to %s\n", *from, path)
@@ -107,79 +77,25 @@ func newCommandFlags(name string, stderr io.Writer, usage string) *flag.FlagSet 
 }
 
 // parseCommand parses a command's args, which must set the flag named
-// required and have no arguments left.
-func parseCommand(flags *flag.FlagSet, args []string, required string) error {
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w; %w", err, errBadArgs)
+// required and have no arguments left, and returns the SQLite file its
+// -db names, or "" and nil after -h.
+func parseCommand(flags *flag.FlagSet, args []string, required string, db *string) (string, error) {
+	if err := flags.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("%w; %w", err, errBadArgs)
 	}
 	if flags.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments: %q; %w", flags.Name(), flags.Args(), errBadArgs)
+		return "", fmt.Errorf("%s: unexpected arguments: %q; %w", flags.Name(), flags.Args(), errBadArgs)
 	}
 	if flags.Lookup(required).Value.String() == "" {
-		return fmt.Errorf("%s: -%s is required; %w", flags.Name(), required, errBadArgs)
+		return "", fmt.Errorf("%s: -%s is required; %w", flags.Name(), required, errBadArgs)
 	}
-	return nil
-}
-
-// sqlitePath returns the file a -db value names, or an error when it
-// names no SQLite file.
-func sqlitePath(db string) (string, error) {
-	kind, where, err := parseDB(db)
-	if err != nil {
-		return "", err
+	kind, path, err := parseDB(*db)
+	if err == nil && kind != "sqlite" {
+		err = errNotSQLite
 	}
-	if kind != sqliteStorage {
-		return "", errNotSQLite
-	}
-	return where, nil
-}
-
-// copyFile copies src to the new file dst, of mode 0600, through a
-// temporary file beside it flushed to stable storage before it is renamed,
-// so that dst is either whole or absent.
-func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	dir := filepath.Dir(dst)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tmp, in); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), dst); err != nil {
-		// Link, not Rename: it fails when dst appeared meanwhile.
-		return err
-	}
-	os.Remove(tmp.Name())
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return path, err
 }
 
 // isCommand reports whether args name a command rather than flags.

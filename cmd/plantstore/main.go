@@ -1,8 +1,6 @@
-// Command plantstore serves the Plant Store API.
-//
-// With no flags it listens on 127.0.0.1:8080, keeps plants in the SQLite
-// file plantstore.db in the working directory, and prints a bearer token
-// generated for the run. plantstore -h lists every flag;
+// Command plantstore serves the Plant Store API: with no flags on
+// 127.0.0.1:8080, from the SQLite file plantstore.db, with a token
+// generated for the run. plantstore -h lists the flags;
 // docs/operations.md says what each does.
 package main
 
@@ -50,12 +48,6 @@ func main() {
 	os.Exit(1)
 }
 
-// newLogger returns the logger of the binary, writing to w in the format
-// -log-format names.
-func newLogger(o *options, w io.Writer) *slog.Logger {
-	return slog.New(httpapi.NewLogHandler(w, logFormat(o), &slog.HandlerOptions{Level: o.logLevel}))
-}
-
 // logFormat returns the format -log-format names.
 func logFormat(o *options) httpapi.LogFormat {
 	if o.logFormat == "json" {
@@ -71,11 +63,9 @@ type loggedError struct{ err error }
 func (e loggedError) Error() string { return e.err.Error() }
 func (e loggedError) Unwrap() error { return e.err }
 
-// run is the whole program: it serves until ctx ends, then drains
-// in-flight requests and returns nil. Its steps are the ones an operator
-// names: the configuration, the listeners, the storage, the handler, then
-// serving until told to stop.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+// run is the whole program: it runs a command, answers -h, -version or
+// -probe, or serves until ctx ends (see serveFlags).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if isCommand(args) {
 		return commands[args[0]](ctx, args[1:], stdout, stderr)
 	}
@@ -92,7 +82,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case o.probe != "":
 		return probe(ctx, o, stdout)
 	}
+	return serveFlags(ctx, o, getenv, stdout, stderr)
+}
 
+// serveFlags serves as o says until ctx ends, and returns nil once the
+// requests have drained, the deliveries stopped, the spans been flushed
+// and the storage closed, in that order.
+func serveFlags(ctx context.Context, o *options, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	// SIGHUP re-reads the files of secrets once serving (see
 	// server.Server.Reload); caught from here on, it no longer ends the process.
 	hup := make(chan os.Signal, 1)
@@ -102,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, w := range unknownVariables(environ(), o.fs) {
 		logger.Warn(w)
 	}
-	// Whatever way run returns, what it logged reaches stderr, and so does
+	// Whatever way it returns, what it logged reaches stderr, and so does
 	// the error that ends it, as a log line a log collector can parse.
 	defer func() {
 		if err != nil {
@@ -111,10 +107,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		logs.Close()
 	}()
-
-	// The configuration's secrets are read and checked before anything
-	// is opened, and the ports are bound before the storage is: a start
-	// that fails on either creates no database and prints no token.
+	// The secrets are read and checked before anything is opened, and the
+	// ports are bound before the storage is: a start that fails on either
+	// creates no database and prints no token.
 	sec, err := loadSecrets(o, getenv, logger)
 	if err != nil {
 		return err
@@ -130,14 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer srv.Close()
 	o.instance = instanceName(srv.Addr())
 	o.runLock = runLockPath(o.addr, o.instance, getenv)
-
-	// Flushed last, once the requests and the deliveries have ended.
-	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	ps, stop, err := openPlantStore(ctx, o, sec, reg, tp, logger)
+	ps, tp, stop, err := openPlantStore(ctx, o, getenv, sec, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -152,39 +140,46 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return serve(ctx, o, srv, handler, logger, stdout)
 }
 
-// ensureToken makes up a token and prints it when none is configured, so
-// that the API can be used at all. It is called only once everything has
-// opened, so that a start that fails prints none.
+// ensureToken makes up a token and prints it when none is configured,
+// once everything has opened, so that a start that fails prints none.
 func ensureToken(sec *secrets, stdout io.Writer) error {
-	if sec.hasTokens() {
+	if sec.tokens != nil {
 		return nil
 	}
 	tok, err := randomToken()
 	if err != nil {
 		return err
 	}
-	sec.setTokens([]string{tok})
+	sec.tokens = httpapi.Tokens(tok)
 	fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
 	return nil
 }
 
-// startLogs starts the binary's log output to stderr and its logger.
+// startLogs starts the binary's log output to stderr and its logger, in
+// the format and from the level of -log-format and -log-level.
 func startLogs(o *options, stderr io.Writer) (*server.LogWriter, *slog.Logger) {
 	logs := server.NewLogWriter(stderr)
-	logger := newLogger(o, logs)
+	logger := slog.New(httpapi.NewLogHandler(logs, logFormat(o), &slog.HandlerOptions{Level: o.logLevel}))
 	logs.OnDrop(func(n int64) {
 		logger.Warn("log lines dropped: the log output did not take them in time", "dropped", n)
 	})
 	return logs, logger
 }
 
-// openPlantStore opens the storage -db names and starts the webhooks,
-// and returns the PlantStore over them and a function that stops the
-// webhooks and closes the storage. tp, unless nil, traces them.
-func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logger *slog.Logger) (*plantstore.PlantStore, func(), error) {
+// openPlantStore starts tracing, opens the storage and starts the
+// webhooks, with a context that outlives the drain. It returns the
+// PlantStore, the TracerProvider (nil when tracing is off) and the
+// function that stops the webhooks, flushes the spans and closes the
+// storage, in that order.
+func openPlantStore(ctx context.Context, o *options, getenv func(string) string, sec *secrets, reg *prometheus.Registry, logger *slog.Logger) (*plantstore.PlantStore, *sdktrace.TracerProvider, func(), error) {
+	tp, stopTracing, err := startTracing(ctx, o, getenv, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	hooks, err := promstats.Storage(reg)
 	if err != nil {
-		return nil, nil, err
+		stopTracing()
+		return nil, nil, nil, err
 	}
 	sopts := []sqlstore.Option{sqlstore.WithTimeout(o.dbTimeout), sqlstore.WithHooks(hooks)}
 	var wopts []webhook.Option
@@ -197,24 +192,24 @@ func openPlantStore(ctx context.Context, o *options, sec *secrets, reg *promethe
 	}
 	storage, closeStorage, err := openStorage(ctx, o, logger, sopts...)
 	if err != nil {
-		return nil, nil, err
+		stopTracing()
+		return nil, nil, nil, err
 	}
-	psOpts, stopWebhooks, err := startWebhooks(ctx, o, sec, storage, logger, reg, wopts...)
+	psOpts, stopWebhooks, err := startWebhooks(context.WithoutCancel(ctx), o, sec, storage, logger, reg, wopts...)
 	if err != nil {
+		stopTracing()
 		closeStorage()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return plantstore.New(storage, psOpts...), func() {
+	return plantstore.New(storage, psOpts...), tp, func() {
 		stopWebhooks()
+		stopTracing()
 		closeStorage()
 	}, nil
 }
 
-// newHandler returns the API's handler as the binary serves it on -addr:
-// with the tokens of sec, which a reload may change, the metrics as
-// hooks, the access log, /metrics unless -metrics-addr takes it
-// elsewhere, and /docs unless -docs=false; inside otelhttp's handler when
-// tp traces it.
+// newHandler returns the API's handler as the binary serves it on -addr,
+// traced when tp is not nil.
 func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *prometheus.Registry, tp *sdktrace.TracerProvider, logs *server.LogWriter, logger *slog.Logger) (http.Handler, error) {
 	hooks, err := promstats.HTTP(reg)
 	if err != nil {
@@ -231,7 +226,7 @@ func newHandler(o *options, ps *plantstore.PlantStore, sec *secrets, reg *promet
 	}
 	if tp != nil {
 		hopts = append(hopts, httpapi.WithHooks(oteltrace.HTTP()))
-		access.TraceID = traceID
+		access.TraceID = oteltrace.TraceID
 	}
 	hopts = append(hopts, httpapi.WithAccessLog(logs, access))
 	if o.conventional {

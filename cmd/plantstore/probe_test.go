@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -10,34 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-func TestProbeAddr(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		addr    string
-		want    string
-		wantErr error
-	}{
-		{"loopback", "127.0.0.1:8080", "127.0.0.1:8080", nil},
-		{"every IPv4 address", "0.0.0.0:8080", "127.0.0.1:8080", nil},
-		{"every address", ":8080", "127.0.0.1:8080", nil},
-		{"every IPv6 address", "[::]:8080", "[::1]:8080", nil},
-		{"a host name", "plants.internal:80", "plants.internal:80", nil},
-		{"a port picked at start", "127.0.0.1:0", "", errProbePort},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := probeAddr(tt.addr)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("probeAddr(%q) = %v, want %v", tt.addr, err, tt.wantErr)
-			}
-			if got != tt.want {
-				t.Errorf("probeAddr(%q) = %q, want %q", tt.addr, got, tt.want)
-			}
-		})
-	}
-}
 
 // TestProbe runs the binary's -probe against a server run started, as a
 // container's health check does, with the server's address given as a

@@ -15,24 +15,24 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/server"
+	"github.com/plantstore/plantstore/sqlstore"
 )
 
-// listen binds -addr, and -metrics-addr with the metrics of reg (and
-// with -pprof the profiles) behind it, after reading -tls-cert and
-// -tls-key. A port taken or refused is an error naming the flag, and
-// nothing stays bound. The server reloads at each signal on hup, which
-// run has caught since it began, and reloads then the files of sec; reg
-// gets its counts (promstats.Server).
+// listen binds -addr, with -tls-cert, and -metrics-addr, with reg's
+// metrics and -pprof's profiles; a port it cannot bind is an error naming
+// the flag. Each signal on hup reloads the certificate and sec's files;
+// reg gets the reloads' outcomes and failed handshakes (promstats.Server).
 func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Signal, logger *slog.Logger) (*server.Server, error) {
 	opts := append([]server.Option{
 		server.WithTimeouts(o.timeouts()),
 		server.WithShutdownTimeout(o.shutdownTimeout),
 		server.WithLogger(logger),
 		server.WithReloadOn(hup),
-	}, sec.reloaders()...)
+	}, sec.reloaders(o, logger)...)
 	if o.tlsCert != "" {
 		opts = append(opts, server.WithTLS(o.tlsCert, o.tlsKey))
 	}
@@ -64,18 +64,11 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 	return srv, nil
 }
 
-// instanceName names the process listening on addr as the webhook
-// instance it runs (webhook.WithInstance): restarted on the same host and
-// address after a crash or kill -9, it takes back the deliveries its
-// previous run held as soon as that run's record in the outbox expires,
-// instead of waiting out -webhook-lease. Two live processes may share the
-// name (containers of one service with one host name all listen on
-// [::]:8080): each run claims under an owner of its own, and the
-// deliveries of a run that still renews its record are never taken back.
-// With -addr's port 0 the name changes at every start, and a restart
-// waits for the leases. A restart on the same host does not even wait for
-// the record to expire: the run lock (runLockPath) shows the previous run
-// gone.
+// instanceName names the process listening on addr as its webhook
+// instance (webhook.WithInstance). Each run claims under an owner of its
+// own, so live twins with one name never share a lease; a restart takes
+// back its previous run's deliveries once that run is gone (see
+// runLockPath).
 func instanceName(addr net.Addr) string {
 	host, err := os.Hostname()
 	if err != nil {
@@ -106,8 +99,7 @@ func runLockPath(addr, instance string, getenv func(string) string) string {
 }
 
 // serve says where srv serves, on stdout and in the log, and serves
-// handler on it until ctx ends and the requests in flight have drained
-// (see [server.Server.Serve]).
+// handler until ctx ends and the requests in flight have drained.
 func serve(ctx context.Context, o *options, srv *server.Server, handler http.Handler, logger *slog.Logger, stdout io.Writer) error {
 	if addr := srv.MetricsAddr(); addr != nil {
 		fmt.Fprintf(stdout, "serving metrics on http://%s%s\n", addr, metricsPath)
@@ -120,10 +112,31 @@ func serve(ctx context.Context, o *options, srv *server.Server, handler http.Han
 		scheme = "https"
 	}
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, srv.Addr())
-	logger.Info("plantstore started", "addr", srv.Addr().String(), "tls", srv.TLS(), "db", redactDSN(o.db))
+	logger.Info("plantstore started", "addr", srv.Addr().String(), "tls", srv.TLS(), "db", sqlstore.RedactDSN(o.db))
 	if err := srv.Serve(ctx, handler); err != nil {
 		return err
 	}
 	logger.Info("plantstore stopped")
 	return nil
+}
+
+// metricsPath is where the binary serves its metrics, in the Prometheus
+// text format: on -metrics-addr without a token, or on -addr behind the
+// API's tokens unless -metrics-public.
+const metricsPath = "/metrics"
+
+// newRegistry returns the binary's own registry, with what
+// [promstats.Process] registers (plantstore_build_info with the linker's
+// buildVersion and buildCommit, the runtime's and the process's collectors).
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	if err := promstats.Process(reg, promstats.WithBuild(buildVersion, buildCommit)); err != nil {
+		panic(err) // a new registry refuses none of them
+	}
+	return reg
+}
+
+// metricsHandler serves reg's metrics.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

@@ -396,7 +396,7 @@ func TestMultiHostDSN(t *testing.T) {
 	if !strings.Contains(multi, hosts) {
 		t.Fatalf("could not put two hosts into %s", dsn)
 	}
-	if kind, where, err := parseDB(multi); kind != postgresStorage || where != multi || err != nil {
+	if kind, where, err := parseDB(multi); kind != "postgres" || where != multi || err != nil {
 		t.Fatalf("parseDB(%q) = %v, %q, %v; want PostgreSQL", multi, kind, where, err)
 	}
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", multi}, map[string]string{"PLANTSTORE_TOKENS": "t"})

@@ -19,35 +19,22 @@ import (
 // errDBForm is why parseDB refuses a -db value: it names no storage.
 var errDBForm = errors.New(`want "memory", a SQLite file path ending in .db, .sqlite or .sqlite3 (or sqlite:PATH), or a postgres:// or postgresql:// URL`)
 
-// A storageKind is a form of -db.
-type storageKind int
-
-const (
-	memoryStorage storageKind = iota
-	sqliteStorage
-	postgresStorage
-)
-
-// parseDB tells which storage -db names, and where: a SQLite file's path
-// or PostgreSQL's URL.
-func parseDB(db string) (storageKind, string, error) {
+// parseDB tells which storage -db names, "memory", "sqlite" or
+// "postgres", and where: a SQLite file's path or PostgreSQL's URL.
+func parseDB(db string) (kind, where string, err error) {
 	switch {
 	case db == "memory":
-		return memoryStorage, "", nil
+		return "memory", "", nil
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-		return postgresStorage, db, nil
+		return "postgres", db, nil
 	case strings.HasPrefix(db, "sqlite:"):
-		return sqliteStorage, strings.TrimPrefix(db, "sqlite:"), nil
+		return "sqlite", strings.TrimPrefix(db, "sqlite:"), nil
 	case strings.HasSuffix(db, ".db"), strings.HasSuffix(db, ".sqlite"), strings.HasSuffix(db, ".sqlite3"):
-		return sqliteStorage, db, nil
+		return "sqlite", db, nil
 	}
-	// A mistyped scheme is where a password is most likely given to a
-	// form that is not recognised: it is hidden here too.
-	return 0, "", fmt.Errorf("-db %q: %w", sqlstore.RedactDSN(db), errDBForm)
+	// A mistyped scheme may hold a password: it is hidden here too.
+	return "", "", fmt.Errorf("-db %q: %w", sqlstore.RedactDSN(db), errDBForm)
 }
-
-// redactDSN is [sqlstore.RedactDSN], for the lines that name -db.
-func redactDSN(db string) string { return sqlstore.RedactDSN(db) }
 
 // openStorage opens the storage -db names, which parseFlags has checked,
 // and returns it with the function that closes it. opts configure
@@ -60,12 +47,12 @@ func openStorage(ctx context.Context, o *options, logger *slog.Logger, opts ...s
 	}
 	var s *sqlstore.Store
 	switch kind {
-	case memoryStorage:
+	case "memory":
 		return memstore.New(), func() {}, nil
-	case postgresStorage:
+	case "postgres":
 		s, err = sqlstore.OpenPostgres(ctx, "pgx", where, append(slices.Clip(opts), sqlstore.WithLogger(logger),
 			sqlstore.WithLockTimeout(o.dbLockTimeout), sqlstore.WithIdleInTransactionTimeout(o.dbIdleTxTimeout))...)
-	case sqliteStorage:
+	case "sqlite":
 		s, err = sqlstore.OpenSQLite(ctx, "sqlite", where, opts...)
 	}
 	if err != nil {

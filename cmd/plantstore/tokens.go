@@ -9,9 +9,8 @@ import (
 	"github.com/plantstore/plantstore/httpapi"
 )
 
-// A badTokenError says where in PLANTSTORE_TOKENS envTokens found a token
-// that no client could send, and why, without the token. (A token file's
-// are httpapi.TokenFileErrors.)
+// A badTokenError says where in PLANTSTORE_TOKENS a token no client could
+// send is, and why, without the token.
 type badTokenError struct {
 	Item int   // counting from 1, by commas
 	Err  error // wraps httpapi.ErrTokenSyntax
@@ -23,10 +22,8 @@ func (e *badTokenError) Error() string {
 
 func (e *badTokenError) Unwrap() error { return e.Err }
 
-// envTokens returns the bearer tokens of the PLANTSTORE_TOKENS environment
-// variable, comma-separated, accepted beside the token file's. A token no
-// client could send (see [httpapi.CheckToken]) is an error naming its
-// position and the rule, never the token: tokens are never logged.
+// envTokens returns the comma-separated tokens of PLANTSTORE_TOKENS, each
+// checked with [httpapi.CheckToken].
 func envTokens(getenv func(string) string) ([]string, error) {
 	var tokens []string
 	for i, t := range strings.Split(getenv("PLANTSTORE_TOKENS"), ",") {

@@ -55,14 +55,10 @@ func tracesURL(base string) string {
 	return u.String()
 }
 
-// startTracing returns the TracerProvider the binary's spans are made
-// with, exported over OTLP/HTTP by a batch span processor, and a function
-// that flushes what is left of them and stops, or nil and a function that
-// does nothing when tracing is off. The exporter reads the standard
-// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, TLS), which
-// -otlp-endpoint overrides for the endpoint; the SDK reads
-// OTEL_TRACES_SAMPLER and OTEL_BSP_*; the resource, OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES, over service.name plantstore.
+// startTracing returns the TracerProvider of the binary's spans, exported
+// over OTLP/HTTP as the OTEL_* variables and -otlp-endpoint say, and the
+// function that flushes them, with -shutdown-timeout of its own; or nil
+// and a function that does nothing when tracing is off.
 func startTracing(ctx context.Context, o *options, getenv func(string) string, logger *slog.Logger) (*sdktrace.TracerProvider, func(), error) {
 	if !tracingOn(o, getenv) {
 		return nil, func() {}, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -13,70 +14,38 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// errNoWebhookSecret is webhookSecret's error when -webhook has
+// errNoWebhookSecret is readWebhookSecret's error when -webhook has
 // subscribers and nothing gives the secret to sign for them.
 var errNoWebhookSecret = errors.New("-webhook needs a signing secret: -webhook-secret-file or env PLANTSTORE_WEBHOOK_SECRET")
 
-// A weakSecretError is a webhook signing secret that webhook.CheckSecret
-// refuses, with where it came from.
-type weakSecretError struct {
-	File string // -webhook-secret-file, or "" for PLANTSTORE_WEBHOOK_SECRET
-	Err  error  // wraps webhook.ErrSecret
-}
-
-func (e *weakSecretError) Error() string {
-	if e.File == "" {
-		return "PLANTSTORE_WEBHOOK_SECRET: " + e.Err.Error()
-	}
-	return "webhook secret file " + e.File + ": " + e.Err.Error()
-}
-
-func (e *weakSecretError) Unwrap() error { return e.Err }
-
-// webhookSecret returns the signing secret for -webhook subscribers, from
-// -webhook-secret-file (read by [webhook.ReadSecretFile]) or
-// PLANTSTORE_WEBHOOK_SECRET, either trimmed of surrounding white space,
-// or "" when there are no subscribers. It is read and checked with
-// [webhook.CheckSecret] before anything is opened, so that a missing or
-// weak secret stops the binary before it creates a database.
-func webhookSecret(o *options, getenv func(string) string, logger *slog.Logger) (string, error) {
+// readWebhookSecret returns the signing secret of -webhook-secret-file or
+// else PLANTSTORE_WEBHOOK_SECRET, trimmed and checked, or "" without
+// -webhook. A missing or weak one stops the binary before anything opens.
+func readWebhookSecret(o *options, getenv func(string) string, logger *slog.Logger) (string, error) {
 	if len(o.webhooks) == 0 {
 		return "", nil
 	}
-	if o.webhookSecret != "" {
-		secret, err := webhook.ReadSecretFile(o.webhookSecret, logger)
-		if fe, ok := errors.AsType[*webhook.SecretFileError](err); ok && errors.Is(err, webhook.ErrSecret) {
-			return "", &weakSecretError{File: fe.Path, Err: fe.Err}
-		}
+	if o.webhookSecretFile != "" {
+		secret, err := webhook.ReadSecretFile(o.webhookSecretFile, logger)
 		return string(secret), err
 	}
-	// Trimmed as the file is: a shell's trailing newline is not part of
-	// the key.
 	secret := strings.TrimSpace(getenv("PLANTSTORE_WEBHOOK_SECRET"))
 	if secret == "" {
 		return "", errNoWebhookSecret
 	}
 	if err := webhook.CheckSecret([]byte(secret)); err != nil {
-		return "", &weakSecretError{Err: err}
+		return "", fmt.Errorf("PLANTSTORE_WEBHOOK_SECRET: %w", err)
 	}
 	return secret, nil
 }
 
-// startWebhooks starts delivering plant-added webhooks with
-// [webhook.Start], signed with the secret of sec, which a reload may
-// change, when -webhook names subscribers: through the outbox of durable
-// storage, which openPlantStore bounded to -webhook-max-pending events
-// when set, or in memory, at most -webhook-max-pending events (10,000
-// unless set) and -webhook-max-pending-bytes bytes. It returns the
-// options the PlantStore needs and a function that stops delivery. reg
-// is the binary's registry, for the delivery metrics; wopts add to the
-// Dispatcher's options.
+// startWebhooks starts delivering to -webhook's subscribers with
+// [webhook.Start], which chooses and bounds the outbox, and returns the
+// options the PlantStore needs and the function that stops delivery.
 func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plantstore.Storage, logger *slog.Logger, reg prometheus.Registerer, wopts ...webhook.Option) (psOpts []plantstore.Option, stop func(), err error) {
 	if len(o.webhooks) == 0 {
 		return nil, func() {}, nil
 	}
-	sec.mu.Lock()
-	defer sec.mu.Unlock()
 	d, psOpts, err := webhook.Start(ctx, storage, o.webhooks, []byte(sec.webhookSecret), append([]webhook.Option{
 		webhook.WithLease(o.webhookLease),
 		webhook.WithInstance(o.instance),
@@ -91,6 +60,6 @@ func startWebhooks(ctx context.Context, o *options, sec *secrets, storage plants
 		d.Stop()
 		return nil, nil, err
 	}
-	sec.webhooks = d
+	sec.webhooks.Store(d)
 	return psOpts, d.Stop, nil
 }

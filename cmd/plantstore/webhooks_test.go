@@ -120,12 +120,14 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 				t.Fatalf("run = %v, want %v", err, tt.wantErr)
 			}
 			// The error names where the secret came from.
-			if errors.Is(tt.wantErr, webhook.ErrSecret) {
-				if we, ok := errors.AsType[*weakSecretError](err); !ok || we.File != file {
-					t.Errorf("run = %v, want a *weakSecretError for file %q", err, file)
+			if file == "" && !strings.HasPrefix(err.Error(), "PLANTSTORE_WEBHOOK_SECRET: ") {
+				t.Errorf("run = %v, want it to name PLANTSTORE_WEBHOOK_SECRET", err)
+			} else if fe, ok := errors.AsType[*webhook.SecretFileError](err); file != "" && errors.Is(tt.wantErr, webhook.ErrSecret) && (!ok || fe.Path != file || !strings.Contains(err.Error(), file)) {
+				t.Errorf("run = %v, want a *webhook.SecretFileError naming file %q", err, file)
+			} else if file != "" && !errors.Is(tt.wantErr, webhook.ErrSecret) {
+				if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file {
+					t.Errorf("run = %v, want a *secretfile.Error for %s", err, file)
 				}
-			} else if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file {
-				t.Errorf("run = %v, want a *secretfile.Error for %s", err, file)
 			}
 			// The log is text the operator reads: only its text can tell
 			// that it does not show the secret.
@@ -207,12 +209,12 @@ func TestWebhookSecretSources(t *testing.T) {
 		{name: "variable with spaces", env: "  " + secret + "\t"},
 		{name: "file", file: private},
 	} {
-		o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecret: tt.file}
-		got, err := webhookSecret(o, func(k string) string {
+		o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecretFile: tt.file}
+		got, err := readWebhookSecret(o, func(k string) string {
 			return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env}[k]
 		}, slog.New(slog.DiscardHandler))
 		if err != nil || got != secret {
-			t.Errorf("%s: webhookSecret = %q, %v; want %q", tt.name, got, err, secret)
+			t.Errorf("%s: readWebhookSecret = %q, %v; want %q", tt.name, got, err, secret)
 		}
 	}
 }

@@ -1,29 +1,31 @@
-// Command embed mounts the Plant Store API under /api/ in an existing
-// net/http server, with the host's own authentication deciding which
-// bearer tokens are accepted.
+// Command embed is a host that embeds the Plant Store API: its own
+// net/http mux serves its own pages at / and mounts the API under /api/,
+// with the host's own authentication deciding which bearer tokens are
+// accepted. Package server serves the mux as the plantstore binary serves
+// its API: the same client deadlines, header limit and drain on SIGTERM;
+// the API writes the binary's access lines.
 //
 //	go run ./examples/embed
 //	curl -H 'Authorization: Bearer alice-token' -H 'Content-Type: application/json' \
 //	     -d '{"id":1,"name":"Monstera"}' http://127.0.0.1:8081/api/plants
 //
-// It listens on 127.0.0.1:8081, or on $PLANTSTORE_ADDR, and stops cleanly
-// on SIGINT or SIGTERM.
+// It listens on 127.0.0.1:8081, or on $PLANTSTORE_ADDR.
 package main
 
 import (
 	"context"
 	"errors"
-	"log"
-	"net"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/memstore"
+	"github.com/plantstore/plantstore/server"
 )
 
 // users stands in for the host's own account system.
@@ -49,41 +51,44 @@ func hostPages(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	plants := plantstore.New(memstore.New())
-
-	mux := http.NewServeMux()
-	// The host's pages take "/", for every method, and not "GET /":
-	// ServeMux panics on two patterns that both match a request, such as
-	// GET /api/plants, when neither is more specific than the other, and
-	// "GET /" (it names a method) against "/api/" (a longer path) is such
-	// a pair.
-	mux.HandleFunc("/", hostPages)
-	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(plants,
-		httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(authenticate)))))
-
+	// The log never makes a request wait for stderr.
+	logs := server.NewLogWriter(os.Stderr)
+	logger := slog.New(httpapi.NewLogHandler(logs, httpapi.TextLog, nil))
 	addr := os.Getenv("PLANTSTORE_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:8081"
 	}
+	// The binary's deadlines and header limit are server's defaults.
+	srv, err := server.Listen(addr, server.WithLogger(logger))
+	if err != nil {
+		logger.Error("listen", "err", err)
+		logs.Close()
+		os.Exit(1)
+	}
+	api := httpapi.New(plantstore.New(memstore.New()),
+		httpapi.WithBaseURL("/api"),
+		httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(authenticate)),
+		httpapi.WithLogger(logger),
+		httpapi.WithMaxHeaderBytes(server.DefaultMaxHeaderBytes),
+		httpapi.WithAccessLog(logs, httpapi.AccessLog{}))
+	mux := http.NewServeMux()
+	// The host's pages take "/", for every method, and not "GET /":
+	// ServeMux panics on two patterns that both match a request, such as
+	// GET /api/plants, when neither is more specific than the other.
+	mux.HandleFunc("/", hostPages)
+	mux.Handle("/api/", http.StripPrefix("/api", api))
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", addr)
+	fmt.Printf("listening on http://%s; the Plant Store API is under /api/\n", srv.Addr())
+	// Serve returns once SIGTERM came and the requests in flight ended.
+	err = srv.Serve(ctx, mux)
 	if err != nil {
-		log.Fatal(err)
+		logger.Error("serve", "err", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Printf("listening on http://%s; the Plant Store API is under /api/", ln.Addr())
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		log.Fatal(err)
-	case <-ctx.Done():
+	srv.Close()
+	logs.Close()
+	if err != nil {
+		os.Exit(1)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Fatal(err)
-	}
-	log.Println("stopped")
 }

@@ -15,75 +15,25 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// options are the binary's flags.
+// options are the binary's flags, each field the flag its name spells
+// (see define), and instance, the name of this process's webhook leases.
 type options struct {
-	addr            string
-	db              string
-	tokenFile       string
-	logLevel        slog.Level
-	logFormat       string
-	maxBody         int64
-	conventional    bool
-	shutdownTimeout time.Duration
-	// readHeaderTimeout and readTimeout bound how long a client may take
-	// to send a request's headers, and its whole request; idleTimeout,
-	// how long a kept-alive connection may wait for its next request
-	// (see timeouts: server.Timeouts says what zero leaves).
-	readHeaderTimeout time.Duration
-	readTimeout       time.Duration
-	idleTimeout       time.Duration
-	// writeTimeout is how long a client may take to read an answer;
-	// server.Timeouts says what write deadline it makes.
-	writeTimeout  time.Duration
-	webhooks      listFlag
-	webhookSecret string
-	// dbTimeout bounds how long a request waits for the database.
-	dbTimeout time.Duration
-	// dbLockTimeout and dbIdleTxTimeout are PostgreSQL's lock_timeout and
-	// idle_in_transaction_session_timeout for every session.
-	dbLockTimeout   time.Duration
-	dbIdleTxTimeout time.Duration
-	// readyTimeout bounds how long GET /readyz waits for its check.
-	readyTimeout time.Duration
-	corsOrigins  listFlag
-	// metricsAddr, when set, moves /metrics off the main listener.
-	// metricsPublic serves it on the main listener without a token.
-	metricsAddr   string
-	metricsPublic bool
-	// docs serves the API's reference page at /docs on -addr.
-	docs bool
-	// pprof serves net/http/pprof on -metrics-addr.
-	pprof bool
-	// tlsCert and tlsKey, both or neither, make -addr serve HTTPS.
-	tlsCert, tlsKey string
-	version         bool
-	// probe, when set, makes the binary ask a running server for this
-	// path instead of serving (see probe).
-	probe string
-
-	// instance names the webhook instance this process runs: its host
-	// name and the address -addr bound, the same across its restarts; live
-	// processes may share it, each run leasing under an owner of its own
-	// (see instanceName).
-	instance string
-	// runLock is the file the webhook runs of this instance lock while
-	// they live (see runLockPath).
-	runLock string
+	addr, db, tokenFile, logFormat, metricsAddr       string
+	webhookSecretFile, tlsCert, tlsKey, probe         string
+	otlpEndpoint, instance, runLock                   string
+	logLevel                                          slog.Level
+	maxBody, webhookMaxPendingBytes                   int64
+	webhookMaxPending                                 int
+	conventional, metricsPublic, docs, pprof, version bool
+	shutdownTimeout, dbTimeout, dbLockTimeout         time.Duration
+	dbIdleTxTimeout, readyTimeout, webhookLease       time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout      time.Duration
+	idleTimeout                                       time.Duration
+	webhooks, corsOrigins                             listFlag
 
 	fs *flag.FlagSet
 	// fromEnv maps the flags set from the environment to their variables.
 	fromEnv map[string]string
-	// webhookLease is how long a claimed webhook delivery stays with this
-	// process before another process on the same database may take it.
-	webhookLease time.Duration
-	// webhookMaxPending bounds the outbox, in events: 0 is the storage's
-	// default, 10,000 in memory and no bound in a database.
-	// webhookMaxPendingBytes bounds the in-memory outbox of memory storage.
-	webhookMaxPending      int
-	webhookMaxPendingBytes int64
-	// otlpEndpoint, when set, is the OTLP/HTTP receiver spans are
-	// exported to (see startTracing).
-	otlpEndpoint string
 }
 
 // name returns how the user gave flag f: "-f", or the variable that set
@@ -145,10 +95,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to drain in-flight requests on SIGINT or SIGTERM")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", server.DefaultTimeouts.ReadHeader, "how long a client may take to send a request's headers; 0: as long as -read-timeout allows")
 	fs.DurationVar(&o.readTimeout, "read-timeout", server.DefaultTimeouts.Read, "how long a client may take to send a whole request, body included; 0: no bound")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer before the server drops the connection (the server's write deadline is read-timeout + db-timeout + this, counted from the request's headers); 0: no bound")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultTimeouts.Write, "how long a client may take to read an answer; the server's write deadline is read-timeout + db-timeout + this, from the request's headers; 0: no bound")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultTimeouts.Idle, "how long a kept-alive connection may wait for its next request; 0: no bound")
 	fs.Var(&o.webhooks, "webhook", "subscriber `URL` for plant-added webhooks (repeatable)")
-	fs.StringVar(&o.webhookSecret, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
+	fs.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "`file` holding the webhook signing secret (also: PLANTSTORE_WEBHOOK_SECRET)")
 	fs.DurationVar(&o.dbTimeout, "db-timeout", sqlstore.DefaultTimeout, "how long a request waits for the database before it is answered error 503 (nothing kept) or 504 (outcome unknown)")
 	fs.DurationVar(&o.dbLockTimeout, "db-lock-timeout", 2*time.Second, "PostgreSQL: how long a statement waits for a lock another transaction holds (lock_timeout) before its request is answered error 503; 0: no bound")
 	fs.DurationVar(&o.dbIdleTxTimeout, "db-idle-tx-timeout", 5*time.Second, "PostgreSQL: have the server end a session idle this long inside a transaction (idle_in_transaction_session_timeout), as when this process is stopped mid-transaction, releasing its locks; 0: no bound")
@@ -180,40 +130,15 @@ func (o *options) check() error {
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o.flagError("log-format", fmt.Errorf("%w, not %q", errLogFormat, o.logFormat))
 	}
-	for _, f := range []struct {
-		flag string
-		n    int64
-	}{{"max-body", o.maxBody}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes}} {
-		if f.n <= 0 {
-			return o.flagError(f.flag, errNotPositive)
-		}
-	}
-	if o.webhookMaxPending < 0 {
-		return o.flagError("webhook-max-pending", errNegative)
-	}
-	for _, f := range []struct {
-		flag string
-		d    time.Duration
-	}{{"shutdown-timeout", o.shutdownTimeout}, {"db-lock-timeout", o.dbLockTimeout}, {"db-idle-tx-timeout", o.dbIdleTxTimeout},
-		{"read-header-timeout", o.readHeaderTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"idle-timeout", o.idleTimeout}} {
-		if f.d < 0 {
-			return o.flagError(f.flag, errNegative)
-		}
-	}
-	for _, t := range []struct {
-		flag string
-		d    time.Duration
-	}{{"db-timeout", o.dbTimeout}, {"ready-timeout", o.readyTimeout}, {"webhook-lease", o.webhookLease}} {
-		if t.d <= 0 {
-			return o.flagError(t.flag, errNotPositive)
-		}
+	if err := o.checkNumbers(); err != nil {
+		return err
 	}
 	for _, origin := range o.corsOrigins {
 		if err := httpapi.CheckOrigin(origin); err != nil {
 			return o.flagError("cors-origin", err)
 		}
 	}
-	if o.webhookSecret != "" && len(o.webhooks) == 0 {
+	if o.webhookSecretFile != "" && len(o.webhooks) == 0 {
 		return o.flagError("webhook-secret-file", errors.New("needs -webhook: with no subscriber, nothing is signed"))
 	}
 	if o.metricsPublic && o.metricsAddr != "" {
@@ -240,6 +165,32 @@ func (o *options) check() error {
 	return nil
 }
 
+// checkNumbers returns a *flagError for the first size, count or
+// duration out of its range.
+func (o *options) checkNumbers() error {
+	for _, f := range []struct {
+		flag     string
+		n        int64
+		positive bool // else not negative
+	}{
+		{"max-body", o.maxBody, true}, {"webhook-max-pending-bytes", o.webhookMaxPendingBytes, true},
+		{"webhook-max-pending", int64(o.webhookMaxPending), false},
+		{"shutdown-timeout", int64(o.shutdownTimeout), false}, {"db-lock-timeout", int64(o.dbLockTimeout), false},
+		{"db-idle-tx-timeout", int64(o.dbIdleTxTimeout), false}, {"read-header-timeout", int64(o.readHeaderTimeout), false},
+		{"read-timeout", int64(o.readTimeout), false}, {"write-timeout", int64(o.writeTimeout), false},
+		{"idle-timeout", int64(o.idleTimeout), false}, {"db-timeout", int64(o.dbTimeout), true},
+		{"ready-timeout", int64(o.readyTimeout), true}, {"webhook-lease", int64(o.webhookLease), true},
+	} {
+		switch {
+		case f.positive && f.n <= 0:
+			return o.flagError(f.flag, errNotPositive)
+		case f.n < 0:
+			return o.flagError(f.flag, errNegative)
+		}
+	}
+	return nil
+}
+
 // checkPairs returns a usage error, for main to exit 2, when a flag is
 // given without the one it needs: -tls-cert and -tls-key go together, and
 // -pprof serves only on -metrics-addr.
@@ -255,15 +206,46 @@ func (o *options) checkPairs() error {
 	return nil
 }
 
-// timeouts returns the client deadlines of the flags, with -db-timeout as
-// the longest the handler waits, which package server adds to the write
-// deadline.
-func (o *options) timeouts() server.Timeouts {
-	return server.Timeouts{
-		ReadHeader: o.readHeaderTimeout,
-		Read:       o.readTimeout,
-		Write:      o.writeTimeout,
-		Idle:       o.idleTimeout,
-		Handler:    o.dbTimeout,
+// A flagError is a flag, or the variable that stood for it, whose value
+// the binary cannot use. Its message names what the user gave, so that
+// they know what to fix.
+type flagError struct {
+	Flag string // the flag's name, without its dash
+	Name string // how the user gave it: "-" + Flag, or the variable that set it
+	// Unparsed is the variable's value when the flag could not parse it,
+	// and "" when the flag took its value.
+	Unparsed string
+	Err      error // why: a valueRule, or the cause
+}
+
+func (e *flagError) Error() string {
+	switch {
+	case e.Unparsed != "":
+		return fmt.Sprintf("invalid value %q in %s (the variable of -%s): %v", e.Unparsed, e.Name, e.Flag, e.Err)
+	case errors.As(e.Err, new(valueRule)):
+		return e.Name + " " + e.Err.Error()
 	}
+	return e.Name + ": " + e.Err.Error()
+}
+
+func (e *flagError) Unwrap() error { return e.Err }
+
+// A valueRule is a rule a flag's value breaks, which reads after the flag's
+// name: "-max-body must be positive".
+type valueRule string
+
+func (r valueRule) Error() string { return string(r) }
+
+// The rules that parseFlags checks.
+const (
+	errNotPositive valueRule = "must be positive"
+	errNegative    valueRule = "must not be negative"
+	errLogFormat   valueRule = "must be text or json"
+)
+
+// timeouts returns the client deadlines of the flags, with -db-timeout as
+// the longest the handler waits, part of the write deadline.
+func (o *options) timeouts() server.Timeouts {
+	return server.Timeouts{ReadHeader: o.readHeaderTimeout, Read: o.readTimeout,
+		Write: o.writeTimeout, Idle: o.idleTimeout, Handler: o.dbTimeout}
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
+)
+
+// TestDrainedCreatesAreDelivered stops the binary while two creates are
+// in flight, their bodies half sent. The first is finished during the
+// drain and answered 200; the second holds the drain open until the
+// first's webhook has arrived: deliveries go on while the requests drain,
+// and stop only after, so that a create acknowledged during the drain is
+// delivered even from a memory outbox, which the end of the process
+// empties.
+func TestDrainedCreatesAreDelivered(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}))
+	t.Cleanup(receiver.Close)
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-shutdown-timeout", "30s",
+		"-read-timeout", "30s", "-webhook", receiver.URL}, map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
+	addr := strings.TrimPrefix(url, "http://")
+	half := func(id int) (net.Conn, string) {
+		body := fmt.Sprintf(`{"id":%d,"name":"drained"}`, id)
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:5])
+		return conn, body[5:]
+	}
+	finish := func(conn net.Conn, rest string) {
+		t.Helper()
+		if _, err := io.WriteString(conn, rest); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a create finished during the drain: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a create finished during the drain was answered %d", resp.StatusCode)
+		}
+	}
+	first, firstRest := half(1)
+	second, secondRest := half(2)
+	// Both requests are in the server's hands once /healthz, sent after
+	// them on a third connection, is answered.
+	if resp, err := http.Get(url + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	testkit.WaitUntil(t, 10*time.Second, "the listener to close for the drain", func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	finish(first, firstRest)
+	testkit.WaitUntil(t, 10*time.Second, "the webhook of the create acknowledged during the drain", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 1 && strings.Contains(got[0], `"id":1`)
+	})
+	finish(second, secondRest)
+	if err := <-stopped; err != nil {
+		t.Fatalf("run = %v after the drain\n%s", err, stderr)
+	}
+}
