@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -90,6 +92,46 @@ func CheckToken(token string) error {
 		return fmt.Errorf("%w: %s", ErrTokenSyntax, tokenRule)
 	}
 	return nil
+}
+
+// SplitTokens returns the tokens of list, comma-separated as an
+// environment variable holds them, each trimmed, without the empty items.
+// A token that fails [CheckToken] is a *[TokenListError], which does not
+// contain it.
+func SplitTokens(list string) ([]string, error) {
+	var tokens []string
+	for i, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if err := CheckToken(t); err != nil {
+			return nil, &TokenListError{Item: i + 1, Err: err}
+		}
+		tokens = append(tokens, t)
+	}
+	return tokens, nil
+}
+
+// A TokenListError says where in a list given to [SplitTokens] a token no
+// client could send is, and why, without the token.
+type TokenListError struct {
+	Item int   // counting from 1, by commas
+	Err  error // wraps ErrTokenSyntax
+}
+
+func (e *TokenListError) Error() string {
+	return fmt.Sprintf("item %d (counting from 1, by commas): %v", e.Item, e.Err)
+}
+
+func (e *TokenListError) Unwrap() error { return e.Err }
+
+// NewToken returns a new random bearer token, 256 bits from crypto/rand
+// in unpadded base64url, which [CheckToken] accepts: for a server started
+// with no token configured, which prints the one it made up.
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (see crypto/rand.Read)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Tokens returns an Authenticator that accepts exactly the given bearer

@@ -8,11 +8,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,6 +260,59 @@ func TestCheckToken(t *testing.T) {
 				t.Errorf("CheckToken(%q) = %v: the error shows the token", tt.token, err)
 			}
 		})
+	}
+}
+
+// TestSplitTokens checks that a list's tokens come back trimmed, without
+// the empty items, and that a token no bearer header can carry is an error
+// naming its position and the rule, and never the token itself.
+func TestSplitTokens(t *testing.T) {
+	t.Parallel()
+	got, err := httpapi.SplitTokens(" good-1, ,good-2,")
+	if err != nil || !slices.Equal(got, []string{"good-1", "good-2"}) {
+		t.Errorf("SplitTokens = %q, %v, want [good-1 good-2]", got, err)
+	}
+	tests := []struct {
+		name     string
+		list     string
+		secret   string // the bad token, which the error must not show
+		wantItem int    // the bad token's item in the list
+	}{
+		{name: "inner equals sign", list: "good-1, abc=def", secret: "abc=def", wantItem: 2},
+		{name: "non-ASCII", list: "good-1,,pässwört", secret: "pässwört", wantItem: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := httpapi.SplitTokens(tt.list)
+			if !errors.Is(err, httpapi.ErrTokenSyntax) {
+				t.Fatalf("SplitTokens = %v, want ErrTokenSyntax", err)
+			}
+			le, ok := errors.AsType[*httpapi.TokenListError](err)
+			if !ok || le.Item != tt.wantItem {
+				t.Errorf("SplitTokens = %v, want a *TokenListError at item %d", err, tt.wantItem)
+			}
+			// The message is what the operator reads: it must not show
+			// the token, which only its text can tell.
+			if msg := err.Error(); strings.Contains(msg, tt.secret) {
+				t.Errorf("the error %q shows the token", msg)
+			}
+		})
+	}
+}
+
+// TestNewToken checks that a generated token is one a client can send,
+// 256 bits long, and new each time.
+func TestNewToken(t *testing.T) {
+	t.Parallel()
+	a, b := httpapi.NewToken(), httpapi.NewToken()
+	if err := httpapi.CheckToken(a); err != nil {
+		t.Errorf("NewToken() = %q: %v", a, err)
+	}
+	if n, err := base64.RawURLEncoding.DecodeString(a); err != nil || len(n) != 32 {
+		t.Errorf("NewToken() = %q, want 32 bytes in unpadded base64url (%v)", a, err)
+	}
+	if a == b {
+		t.Errorf("NewToken() gave %q twice", a)
 	}
 }
 

@@ -131,7 +131,7 @@ func WithLease(d time.Duration) Option {
 // hands them back itself. The leases of a run that still renews its
 // record are never taken: a live twin keeps its deliveries. Default: no
 // instance, and a random owner, new for every Dispatcher, whose leases
-// only expire.
+// only expire. [InstanceName] names a process by its host and address.
 func WithInstance(name string) Option {
 	return func(cfg *config) { cfg.instance = name }
 }
@@ -167,8 +167,7 @@ func WithHeartbeat(d time.Duration) Option {
 // the file cannot be made, goes without, and says so at debug level. A
 // run that stops cleanly, its leases handed back, removes the file.
 // Give each instance a file of its own, the same across its restarts
-// (cmd/plantstore uses one named after the instance, in its state
-// directory or the temporary directory). On a system without flock, such
+// ([RunLockPath] names one). On a system without flock, such
 // as Windows, the file is not used. Default: none.
 func WithRunLock(path string) Option {
 	return func(cfg *config) { cfg.runLock = path }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,16 +124,16 @@ func serveFlags(ctx context.Context, o *options, getenv func(string) string, std
 		return err
 	}
 	defer srv.Close()
-	o.instance = instanceName(srv.Addr())
-	o.runLock = runLockPath(o.addr, o.instance, getenv)
+	// The run lock goes in systemd's state directory, when there is one.
+	stateDir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":")
+	o.instance = webhook.InstanceName(srv.Addr())
+	o.runLock = webhook.RunLockPath(stateDir, o.addr, o.instance)
 	ps, tp, stop, err := openPlantStore(ctx, o, getenv, sec, reg, logger)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if err := ensureToken(sec, stdout); err != nil {
-		return err
-	}
+	ensureToken(sec, stdout)
 	handler, err := newHandler(o, ps, sec, reg, tp, logs, logger)
 	if err != nil {
 		return err
@@ -142,17 +143,12 @@ func serveFlags(ctx context.Context, o *options, getenv func(string) string, std
 
 // ensureToken makes up a token and prints it when none is configured,
 // once everything has opened, so that a start that fails prints none.
-func ensureToken(sec *secrets, stdout io.Writer) error {
-	if sec.tokens != nil {
-		return nil
+func ensureToken(sec *secrets, stdout io.Writer) {
+	if sec.tokens == nil {
+		tok := httpapi.NewToken()
+		sec.tokens = httpapi.Tokens(tok)
+		fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
 	}
-	tok, err := randomToken()
-	if err != nil {
-		return err
-	}
-	sec.tokens = httpapi.Tokens(tok)
-	fmt.Fprintf(stdout, "no token configured (-token-file, PLANTSTORE_TOKENS); generated one for this run:\n  Authorization: Bearer %s\n", tok)
-	return nil
 }
 
 // startLogs starts the binary's log output to stderr and its logger, in

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 
@@ -32,9 +33,9 @@ func loadSecrets(o *options, getenv func(string) string, logger *slog.Logger) (*
 	if s.webhookSecret, err = readWebhookSecret(o, getenv, logger); err != nil {
 		return nil, err
 	}
-	tokens, err := envTokens(getenv)
+	tokens, err := httpapi.SplitTokens(getenv("PLANTSTORE_TOKENS"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("PLANTSTORE_TOKENS, %w", err)
 	}
 	if o.tokenFile == "" {
 		if len(tokens) > 0 {

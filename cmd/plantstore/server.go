@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,40 +57,6 @@ func listen(o *options, sec *secrets, reg *prometheus.Registry, hup <-chan os.Si
 		return nil, err
 	}
 	return srv, nil
-}
-
-// instanceName names the process listening on addr as its webhook
-// instance (webhook.WithInstance). Each run claims under an owner of its
-// own, so live twins with one name never share a lease; a restart takes
-// back its previous run's deliveries once that run is gone (see
-// runLockPath).
-func instanceName(addr net.Addr) string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown-host"
-	}
-	return "plantstore " + host + " " + addr.String()
-}
-
-// runLockPath returns the file that the webhook runs of instance lock
-// while they live (webhook.WithRunLock), so that a restart on the same
-// host knows at once that its previous run is gone, kill -9 included: in
-// the service's state directory under systemd (STATE_DIRECTORY, which
-// outlives a restart, where PrivateTmp's /tmp does not), or else the
-// temporary directory, named after the instance. It returns "", no run
-// lock, when -addr (addr) asks for a port the system chooses: the instance
-// is then named anew at each start, and its file would only be left
-// behind.
-func runLockPath(addr, instance string, getenv func(string) string) string {
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
-		return ""
-	}
-	dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	sum := sha256.Sum256([]byte(instance))
-	return filepath.Join(dir, "plantstore-webhook-"+hex.EncodeToString(sum[:8])+".lock")
 }
 
 // serve says where srv serves, on stdout and in the log, and serves
