@@ -118,6 +118,15 @@ func checkErrorShape(t *testing.T, resp *http.Response, body []byte) wireError {
 	return we
 }
 
+// wantOK stops t unless r is a 200; what (a format for args) says which
+// request it answers.
+func (r response) wantOK(t *testing.T, what string, args ...any) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: status %d, want 200 (body %s)", fmt.Sprintf(what, args...), r.status, r.body)
+	}
+}
+
 func (r response) wantError(t *testing.T, status, code int) wireError {
 	t.Helper()
 	if r.status != status {
@@ -260,9 +269,7 @@ func TestCreateRejects(t *testing.T) {
 func TestConflict(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`); r.status != 200 {
-		t.Fatalf("first create: %d %s", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`).wantOK(t, "first create")
 	e.do("POST", "/plants", nil, `{"id":1,"name":"second"}`).wantError(t, 400, 409)
 	got, err := e.ps.Plant(context.Background(), 1)
 	if err != nil {
@@ -280,9 +287,7 @@ func TestConventionalStatus(t *testing.T) {
 	e.do("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`).wantError(t, 415, 415)
 	e.do("POST", "/plants", nil, `{`).wantError(t, 400, 400)
 	e.do("GET", "/nowhere", nil, ``).wantError(t, 404, 404)
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
 	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 409, 409)
 }
 
@@ -324,24 +329,7 @@ func TestFailsClosed(t *testing.T) {
 func TestInsecureWithoutAuthentication(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
-	if r := e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`); r.status != 200 {
-		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
-	}
-}
-
-func TestCustomAuthenticator(t *testing.T) {
-	t.Parallel()
-	auth := httpapi.TokenAuthenticatorFunc(func(ctx context.Context, token string) error {
-		if token != "from-host" {
-			return errors.New("unknown")
-		}
-		return nil
-	})
-	e := newEnv(t, nil, httpapi.WithAuthenticator(auth))
-	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
-	if r := e.do("POST", "/plants", map[string]string{"Authorization": "Bearer from-host"}, `{"id":1,"name":"x"}`); r.status != 200 {
-		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
-	}
+	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`).wantOK(t, "create")
 }
 
 func TestMountedUnderPrefix(t *testing.T) {
@@ -353,16 +341,10 @@ func TestMountedUnderPrefix(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := &testEnv{t: t, url: srv.URL, prefix: "/api", ps: ps, logs: &testkit.Buffer{},
 		client: &http.Client{Transport: validatingTransport{t: t, prefix: "/api"}}}
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
-		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
-	}
-	if r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``); r.status != 200 {
-		t.Fatalf("openapi under prefix: %d", r.status)
-	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
+	e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``).wantOK(t, "openapi under prefix")
 	// The next-page link resolves under the prefix.
-	if r := e.do("POST", "/plants", nil, `{"id":2,"name":"y"}`); r.status != 200 {
-		t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":2,"name":"y"}`).wantOK(t, "create")
 	r := e.do("GET", "/plants?limit=1", nil, ``)
 	link := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Link"), "<"), `>; rel="next"`)
 	base, _ := url.Parse(e.url + "/api/plants?limit=1")
@@ -422,9 +404,7 @@ func TestStorageFailures(t *testing.T) {
 				t.Errorf("log does not hold the cause %q:\n%s", tt.wantLog, e.logs.String())
 			}
 			// The server keeps serving.
-			if r := e.do("GET", "/healthz", nil, ``); r.status != 200 {
-				t.Errorf("healthz after the failure: %d", r.status)
-			}
+			e.do("GET", "/healthz", nil, ``).wantOK(t, "healthz after the failure")
 		})
 	}
 }
@@ -434,9 +414,7 @@ func TestHealth(t *testing.T) {
 	e := newEnv(t, nil)
 	noToken := map[string]string{"Authorization": ""}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if r := e.do("GET", path, noToken, ``); r.status != 200 {
-			t.Errorf("GET %s = %d %s, want 200", path, r.status, r.body)
-		}
+		e.do("GET", path, noToken, ``).wantOK(t, "GET %s", path)
 	}
 	down := newEnv(t, &faultyStorage{Store: memstore.New(), err: plantstore.ErrUnavailable})
 	r := down.do("GET", "/readyz", noToken, ``)
@@ -444,9 +422,7 @@ func TestHealth(t *testing.T) {
 	if got := r.header.Get("Retry-After"); got != "1" {
 		t.Errorf("GET /readyz with storage down: Retry-After = %q, want 1", got)
 	}
-	if r := down.do("GET", "/healthz", noToken, ``); r.status != 200 {
-		t.Errorf("healthz with storage down = %d, want 200: the process is alive", r.status)
-	}
+	down.do("GET", "/healthz", noToken, ``).wantOK(t, "healthz with storage down")
 }
 
 func TestOpenAPIServed(t *testing.T) {

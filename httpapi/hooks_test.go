@@ -143,9 +143,7 @@ func TestMetricsRoute(t *testing.T) {
 		if r.status != 200 || string(r.body) != "plantstore_up 1\n" || r.header.Get("X-Request-Id") == "" {
 			t.Errorf("GET /metrics with the token = %d %q (X-Request-Id %q), want the metrics and an id", r.status, r.body, r.header.Get("X-Request-Id"))
 		}
-		if r := e.do("HEAD", "/metrics", nil, ""); r.status != 200 {
-			t.Errorf("HEAD /metrics = %d, want 200", r.status)
-		}
+		e.do("HEAD", "/metrics", nil, "").wantOK(t, "HEAD /metrics")
 		e.do("POST", "/metrics", nil, "").wantError(t, 400, 405)
 		e.do("DELETE", "/metrics", nil, "").wantError(t, 400, 405)
 		want := []string{"GET /metrics 401", "GET /metrics ok", "HEAD /metrics ok", "POST /metrics 405", "DELETE /metrics 405"}
@@ -155,9 +153,7 @@ func TestMetricsRoute(t *testing.T) {
 	})
 	t.Run("public", func(t *testing.T) {
 		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithPublicMetrics())
-		if r := e.do("GET", "/metrics", noToken, ""); r.status != 200 {
-			t.Errorf("GET /metrics without a token, public = %d %s, want 200", r.status, r.body)
-		}
+		e.do("GET", "/metrics", noToken, "").wantOK(t, "GET /metrics without a token, public")
 		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
 	})
 }
@@ -190,9 +186,7 @@ func TestDocsRoute(t *testing.T) {
 				t.Errorf("GET %s without a token = %d %q (X-Request-Id %q), want the docs handler's answer and an id", path, r.status, r.body, r.header.Get("X-Request-Id"))
 			}
 		}
-		if r := e.do("HEAD", "/docs", noToken, ""); r.status != 200 {
-			t.Errorf("HEAD /docs = %d, want 200", r.status)
-		}
+		e.do("HEAD", "/docs", noToken, "").wantOK(t, "HEAD /docs")
 		e.do("POST", "/docs", nil, "").wantError(t, 400, 405)
 		e.do("GET", "/docs/", nil, "").wantError(t, 400, 404)
 		e.do("GET", "/docs/a/b", nil, "").wantError(t, 400, 404)
