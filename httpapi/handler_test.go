@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -120,11 +119,12 @@ func checkErrorShape(t *testing.T, resp *http.Response, body []byte) wireError {
 
 // wantOK stops t unless r is a 200; what (a format for args) says which
 // request it answers.
-func (r response) wantOK(t *testing.T, what string, args ...any) {
+func (r response) wantOK(t *testing.T, what string, args ...any) response {
 	t.Helper()
 	if r.status != http.StatusOK {
 		t.Fatalf("%s: status %d, want 200 (body %s)", fmt.Sprintf(what, args...), r.status, r.body)
 	}
+	return r
 }
 
 func (r response) wantError(t *testing.T, status, code int) wireError {
@@ -169,30 +169,20 @@ func TestCreate(t *testing.T) {
 			want: plantstore.Plant{ID: 2, Name: "Aloe", Tag: "succulent", HasTag: true}},
 		{name: "empty tag", body: `{"id":3,"name":"Fern","tag":""}`, wantBody: `{"name":"Fern","tag":""}`,
 			want: plantstore.Plant{ID: 3, Name: "Fern", HasTag: true}, reason: "an empty tag is present, not absent"},
-		{name: "unknown members ignored", body: `{"extra":{"a":[1,2,{"b":null}]},"id":4,"name":"Ivy","ID":9}`, wantBody: `{"name":"Ivy"}`,
-			want: plantstore.Plant{ID: 4, Name: "Ivy"}},
-		{name: "escapes", body: `{"id":5,"name":"a\"b\\c\n\u00e9\ud83c\udf35","tag":"\/"}`, wantBody: `{"name":"a\"b\\c\né🌵","tag":"/"}`,
-			want: plantstore.Plant{ID: 5, Name: "a\"b\\c\né🌵", Tag: "/", HasTag: true}},
-		{name: "min id", body: `{"id":-9223372036854775808,"name":"min"}`, wantBody: `{"name":"min"}`,
-			want: plantstore.Plant{ID: math.MinInt64, Name: "min"}},
-		{name: "max id", body: `{"id":9223372036854775807,"name":"max"}`, wantBody: `{"name":"max"}`,
-			want: plantstore.Plant{ID: math.MaxInt64, Name: "max"}},
+		// What the decoder takes (escapes, extreme ids, unknown members,
+		// whitespace) is TestDecodeNewPlant's, and how a plant is written
+		// TestAppendPlant's; these rows show a create's round trip.
 		{name: "content type with charset", body: `{"id":6,"name":"x"}`, wantBody: `{"name":"x"}`,
 			headers: map[string]string{"Content-Type": "Application/JSON; charset=utf-8"},
 			want:    plantstore.Plant{ID: 6, Name: "x"}},
 		{name: "scheme case-insensitive", body: `{"id":7,"name":"x"}`, wantBody: `{"name":"x"}`,
 			headers: map[string]string{"Authorization": "bEaReR " + testToken},
 			want:    plantstore.Plant{ID: 7, Name: "x"}},
-		{name: "whitespace around the object", body: " \n\t{\"id\" : 8 , \"name\" : \"x\" }\r\n ", wantBody: `{"name":"x"}`,
-			want: plantstore.Plant{ID: 8, Name: "x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			r := e.do("POST", "/plants", tt.headers, tt.body)
-			if r.status != http.StatusOK {
-				t.Fatalf("status = %d, want 200 (body %s)", r.status, r.body)
-			}
+			r := e.do("POST", "/plants", tt.headers, tt.body).wantOK(t, "create")
 			if ct := r.header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q, want application/json", ct)
 			}
@@ -428,10 +418,7 @@ func TestHealth(t *testing.T) {
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``)
-	if r.status != 200 {
-		t.Fatalf("status = %d", r.status)
-	}
+	r := e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``).wantOK(t, "GET /openapi.json")
 	if !bytes.Equal(r.body, httpapi.OpenAPI()) {
 		t.Error("served document differs from OpenAPI()")
 	}
