@@ -77,47 +77,6 @@ func zeroSeries() map[string]float64 {
 
 const testToken = "promstats-test-token"
 
-// env is a handler with HTTP's hooks, served over loopback.
-type env struct {
-	t   *testing.T
-	url string
-}
-
-func newEnv(t *testing.T, opts ...httpapi.Option) *env {
-	t.Helper()
-	opts = append([]httpapi.Option{httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
-	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()), opts...))
-	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL}
-}
-
-// do sends a request with the test token and a JSON Content-Type, which
-// headers may replace, or remove with an empty value, and returns the
-// status and the body.
-func (e *env) do(method, path string, headers map[string]string, body string) (int, []byte) {
-	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
 // hooks returns HTTP's hooks over reg, as an option.
 func hooks(t *testing.T, reg prometheus.Registerer) httpapi.Option {
 	t.Helper()
@@ -142,15 +101,29 @@ func TestHTTP(t *testing.T) {
 				// Error codes must reach both.
 				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
 			}
-			e := newEnv(t, opts...)
+			opts = append(opts, httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
+			h := httpapi.New(plantstore.New(memstore.New()), opts...)
 			if diff := cmp.Diff(zeroSeries(), series(t, reg, "plantstore_http_")); diff != "" {
 				t.Errorf("series before any request (-want +got):\n%s", diff)
 			}
 
+			// send serves a request with the test token and a JSON
+			// Content-Type, which headers replace, or remove when empty.
 			send := func(method, path string, headers map[string]string, body string, wantStatus int) {
 				t.Helper()
-				if status, body := e.do(method, path, headers, body); status != wantStatus {
-					t.Fatalf("%s %s = %d %s, want %d", method, path, status, body, wantStatus)
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range headers {
+					req.Header.Set(k, v)
+					if v == "" {
+						req.Header.Del(k)
+					}
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != wantStatus {
+					t.Fatalf("%s %s = %d %s, want %d", method, path, rec.Code, rec.Body, wantStatus)
 				}
 			}
 			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200)
