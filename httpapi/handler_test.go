@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -27,7 +26,6 @@ const testToken = "s3cret-Token_1"
 type testEnv struct {
 	t      *testing.T
 	url    string
-	prefix string
 	ps     *plantstore.PlantStore
 	client *http.Client
 	logs   *testkit.Buffer
@@ -63,7 +61,7 @@ type response struct {
 // the test token and application/json, and an empty value removes one.
 func (e *testEnv) do(method, path string, headers map[string]string, body string) response {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+e.prefix+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -320,28 +318,6 @@ func TestInsecureWithoutAuthentication(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
 	e.do("POST", "/plants", map[string]string{"Authorization": ""}, `{"id":1,"name":"x"}`).wantOK(t, "create")
-}
-
-func TestMountedUnderPrefix(t *testing.T) {
-	t.Parallel()
-	ps := plantstore.New(memstore.New())
-	mux := http.NewServeMux()
-	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken))))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	e := &testEnv{t: t, url: srv.URL, prefix: "/api", ps: ps, logs: &testkit.Buffer{},
-		client: &http.Client{Transport: validatingTransport{t: t, prefix: "/api"}}}
-	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
-	e.do("GET", "/openapi.json", map[string]string{"Authorization": ""}, ``).wantOK(t, "openapi under prefix")
-	// The next-page link resolves under the prefix.
-	e.do("POST", "/plants", nil, `{"id":2,"name":"y"}`).wantOK(t, "create")
-	r := e.do("GET", "/plants?limit=1", nil, ``)
-	link := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Link"), "<"), `>; rel="next"`)
-	base, _ := url.Parse(e.url + "/api/plants?limit=1")
-	next, err := base.Parse(link)
-	if err != nil || next.Path != "/api/plants" || next.Query().Get("after") != "1" {
-		t.Errorf("Link %q resolves to %v (%v), want /api/plants?limit=1&after=1", r.header.Get("Link"), next, err)
-	}
 }
 
 // faultyStorage answers Create with err, or panics when err is nil.
