@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"net/http"
 	"strconv"
 	"testing"
 
@@ -56,17 +55,6 @@ func TestHead(t *testing.T) {
 			})
 		}
 	}
-}
-
-func TestHeadNeedsTheToken(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil, httpapi.WithConventionalStatus())
-	r := e.do("HEAD", "/plants", map[string]string{"Authorization": ""}, "")
-	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
-		t.Errorf("HEAD /plants without a token = %d, WWW-Authenticate %q; want 401 with a challenge",
-			r.status, r.header.Get("WWW-Authenticate"))
-	}
-	e.do("HEAD", "/plants", nil, "").wantOK(t, "HEAD /plants with the token")
 }
 
 func TestOptions(t *testing.T) {
