@@ -55,9 +55,7 @@ func TestList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			got, r := e.list(tt.query)
-			if r.status != 200 {
-				t.Fatalf("status %d %s", r.status, r.body)
-			}
+			r.wantOK(t, "GET /plants%s", tt.query)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("page mismatch (-want +got):\n%s", diff)
 			}
