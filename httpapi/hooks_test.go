@@ -99,23 +99,29 @@ func TestHooks(t *testing.T) {
 	}
 }
 
-// TestRoutes checks the routes and methods a hook may be told of.
+// TestRoutes checks the routes and methods a hook may be told of, and
+// which routes machines poll: the probes and the metrics, and no route of
+// the API itself.
 func TestRoutes(t *testing.T) {
 	t.Parallel()
-	got := map[string][]string{}
-	for _, r := range httpapi.Routes() {
-		got[r.String()] = r.Methods()
+	type route struct {
+		Methods []string
+		Polled  bool
 	}
-	want := map[string][]string{
-		"other":         nil,
-		"/plants":       {"POST", "GET"},
-		"/plants/{id}":  {"GET", "DELETE"},
-		"/openapi.json": {"GET"},
-		"/healthz":      {"GET"},
-		"/readyz":       {"GET"},
-		"/metrics":      {"GET"},
-		"/docs":         {"GET"},
-		"/docs/{name}":  {"GET"},
+	got := map[string]route{}
+	for _, r := range httpapi.Routes() {
+		got[r.String()] = route{r.Methods(), r.Polled()}
+	}
+	want := map[string]route{
+		"other":         {},
+		"/plants":       {Methods: []string{"POST", "GET"}},
+		"/plants/{id}":  {Methods: []string{"GET", "DELETE"}},
+		"/openapi.json": {Methods: []string{"GET"}},
+		"/healthz":      {Methods: []string{"GET"}, Polled: true},
+		"/readyz":       {Methods: []string{"GET"}, Polled: true},
+		"/metrics":      {Methods: []string{"GET"}, Polled: true},
+		"/docs":         {Methods: []string{"GET"}},
+		"/docs/{name}":  {Methods: []string{"GET"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Routes() mismatch (-want +got):\n%s", diff)
@@ -211,22 +217,6 @@ func TestDocsRoute(t *testing.T) {
 			t.Errorf("requests served (-want +got):\n%s", diff)
 		}
 	})
-}
-
-// TestRoutePolled checks which routes machines poll: the probes and the
-// metrics, and no route of the API itself.
-func TestRoutePolled(t *testing.T) {
-	t.Parallel()
-	var got []string
-	for _, r := range httpapi.Routes() {
-		if r.Polled() {
-			got = append(got, r.String())
-		}
-	}
-	want := []string{"/healthz", "/readyz", "/metrics"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("polled routes (-want +got):\n%s", diff)
-	}
 }
 
 // TestHooksCompose gives the handler three sets of Hooks beside an access
