@@ -77,11 +77,8 @@ func (s *fakeStorage) Calls() []call {
 
 // validationError returns err's *ValidationError, or nil when it has none.
 func validationError(err error) *plantstore.ValidationError {
-	var ve *plantstore.ValidationError
-	if errors.As(err, &ve) {
-		return ve
-	}
-	return nil
+	ve, _ := errors.AsType[*plantstore.ValidationError](err)
+	return ve
 }
 
 func TestCreateValidates(t *testing.T) {

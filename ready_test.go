@@ -12,10 +12,12 @@ import (
 )
 
 // writeFailing is a memory storage whose writes fail with err while err
-// is set, and whose reads and pings still succeed.
+// is set, and whose reads and pings still succeed. Its probing form
+// counts its write probes.
 type writeFailing struct {
 	*memstore.Store
-	err error
+	err    error
+	probes int
 }
 
 func (s *writeFailing) Create(ctx context.Context, p plantstore.Plant) error {
@@ -35,7 +37,10 @@ func (s *writeFailing) Delete(ctx context.Context, id int64) error {
 // probing is a writeFailing storage that can probe its writes.
 type probing struct{ *writeFailing }
 
-func (s probing) ProbeWrite(ctx context.Context) error { return s.err }
+func (s probing) ProbeWrite(ctx context.Context) error {
+	s.probes++
+	return s.err
+}
 
 func TestReady(t *testing.T) {
 	ctx := context.Background()
@@ -88,6 +93,18 @@ func TestReady(t *testing.T) {
 			if ps.WritesFailing() && tc.prober {
 				t.Errorf("WritesFailing() after a successful probe = true, want false")
 			}
+			// Ready probes only while writes fail: not before a write
+			// failed, nor after a probe succeeded.
+			if err := ps.Ready(ctx); err != nil {
+				t.Errorf("Ready() again = %v, want nil", err)
+			}
+			wantProbes := 0
+			if tc.prober && tc.wantFailing {
+				wantProbes = 2
+			}
+			if wf.probes != wantProbes {
+				t.Errorf("%d write probes, want %d (%s)", wf.probes, wantProbes, tc.reason)
+			}
 		})
 	}
 }
@@ -118,6 +135,9 @@ func TestReadyAfterDelete(t *testing.T) {
 	}
 	if ps.WritesFailing() {
 		t.Errorf("WritesFailing() after a delete succeeded = true, want false")
+	}
+	if err := ps.Ready(ctx); err != nil || wf.probes != 0 {
+		t.Errorf("Ready() after a delete succeeded = %v with %d write probes, want nil and a ping", err, wf.probes)
 	}
 }
 

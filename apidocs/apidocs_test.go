@@ -156,17 +156,14 @@ func wantHeaders(t *testing.T, path string, got http.Header, want map[string]str
 }
 
 // TestNotServed checks what the handler does not serve: other names under
-// /docs/, other methods, and, served alone, other paths; and that a
-// handler without WithDocs has no /docs.
+// /docs/, and, served alone, other paths and methods. How httpapi answers
+// other methods, and a handler without WithDocs, is httpapi's TestDocsRoute.
 func TestNotServed(t *testing.T) {
 	srv := newServer(t)
 	for _, path := range []string{"/docs/nope.js", "/docs/swagger-ui-bundle.js", "/docs/VERSION", "/docs/index.html"} {
 		if r := get(t, "GET", srv.URL+path); r.status != 400 || !bytes.Contains(r.body, []byte(`"error":404`)) {
 			t.Errorf("GET %s through httpapi = %d %s, want its Error 404", path, r.status, r.body)
 		}
-	}
-	if r := get(t, "POST", srv.URL+"/docs"); r.status != 400 || !bytes.Contains(r.body, []byte(`"error":405`)) {
-		t.Errorf("POST /docs through httpapi = %d %s, want its Error 405", r.status, r.body)
 	}
 	alone := httptest.NewServer(apidocs.Handler())
 	defer alone.Close()
@@ -177,16 +174,6 @@ func TestNotServed(t *testing.T) {
 	}
 	if r := get(t, "DELETE", alone.URL+"/docs"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("DELETE /docs of the handler alone = %d, Allow %q; want 405 and GET, HEAD", r.status, r.header.Get("Allow"))
-	}
-
-	without := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens("s3cret"),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
-	defer without.Close()
-	for _, path := range []string{"/docs", "/docs/LICENSE"} {
-		r := get(t, "GET", without.URL+path, "Authorization", "Bearer s3cret")
-		if r.status != 400 || !bytes.Contains(r.body, []byte(`"error":404`)) || r.header.Get("Content-Security-Policy") != "" {
-			t.Errorf("GET %s without WithDocs = %d %s, want the Error 404", path, r.status, r.body)
-		}
 	}
 }
 

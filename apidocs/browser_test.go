@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/plantstore/plantstore/apidocs"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // chromium returns the Chromium to drive, or "" when there is none.
@@ -251,16 +252,10 @@ func TestBrowserRendersReference(t *testing.T) {
 	if err != nil || !added {
 		t.Fatalf("adding an inline style: %v (added: %v)", err, added)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Not hearing it means the policy is not enforced, or the test does
+	// not hear the browser's errors.
+	testkit.WaitUntil(t, 5*time.Second, "the violation of an inline style added to the page", func() bool {
 		_, after, _ := log.snapshot()
-		if len(after) > len(errs) && strings.Contains(strings.Join(after[len(errs):], "\n"), "Content Security Policy") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("an inline style added to the page raised no reported violation: the policy is not enforced, or the test does not hear the browser's errors ")
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(after) > len(errs) && strings.Contains(strings.Join(after[len(errs):], "\n"), "Content Security Policy")
+	})
 }

@@ -2,7 +2,7 @@ package client_test
 
 import (
 	"errors"
-	"fmt"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +20,11 @@ func startBinary(t *testing.T) string {
 	return testkit.Start(t, bin, testkit.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
 }
 
-// TestAgainstBinary talks to the real plantstore binary over loopback.
+// TestAgainstBinary talks to the real plantstore binary over loopback:
+// the token from its environment, and its default status mode (an error
+// code in a 400). What the client does with each answer is tested over the
+// real handler in process (TestRoundTrip, TestErrorsFromServer,
+// TestAllFollowsPages).
 func TestAgainstBinary(t *testing.T) {
 	t.Parallel()
 	url := startBinary(t)
@@ -43,11 +47,6 @@ func TestAgainstBinary(t *testing.T) {
 	if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 409 || ce.StatusCode != 400 {
 		t.Errorf("duplicate Create: %#v, want a *client.Error with code 409 in a 400", err)
 	}
-	for i := range int64(5) {
-		if _, err := c.Create(ctx, plantstore.NewPlant{ID: 10 + i, Name: fmt.Sprint("plant ", i)}); err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-	}
 	got, err := c.Plant(ctx, 1)
 	if err != nil {
 		t.Fatalf("Plant: %v", err)
@@ -55,41 +54,11 @@ func TestAgainstBinary(t *testing.T) {
 	if diff := cmp.Diff(plantstore.Plant(monstera), got); diff != "" {
 		t.Errorf("Plant mismatch (-want +got):\n%s", diff)
 	}
-	page, err := c.List(ctx, plantstore.ListOptions{Limit: 3})
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
-	var ids []int64
-	for _, p := range page {
-		ids = append(ids, p.ID)
-	}
-	if diff := cmp.Diff([]int64{1, 10, 11}, ids); diff != "" {
-		t.Errorf("List ids mismatch (-want +got):\n%s", diff)
-	}
-	if err := c.Delete(ctx, 1); err != nil {
-		t.Fatalf("Delete: %v", err)
-	}
-	if _, err := c.Plant(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
-		t.Errorf("Plant after Delete: %v, want ErrNotFound", err)
-	}
-	if err := c.Delete(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
-		t.Errorf("second Delete: %v, want ErrNotFound", err)
-	}
-	n := 0
-	for _, err := range c.All(ctx) {
-		if err != nil {
-			t.Fatalf("All: %v", err)
-		}
-		n++
-	}
-	if n != 5 {
-		t.Errorf("All yielded %d plants, want 5", n)
-	}
 	wrong, err := client.New(url, client.WithToken("wrong"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wrong.Plant(ctx, 10); err == nil {
+	if _, err := wrong.Plant(ctx, 1); err == nil {
 		t.Error("a wrong token was accepted")
 	} else if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 401 || !errors.Is(err, client.ErrUnauthorized) {
 		t.Errorf("wrong token: %v, want a *client.Error with code 401, ErrUnauthorized", err)

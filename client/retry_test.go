@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -295,24 +296,12 @@ func TestRetryUnknownOutcome(t *testing.T) {
 	}
 }
 
-// refusedAddr returns a loopback address where nothing listens.
-func refusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestRetryConnectionRefused checks that a request whose connection was
 // refused, which the server never saw, is repeated, create included.
 func TestRetryConnectionRefused(t *testing.T) {
 	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
-	closed := refusedAddr(t)
+	closed := testkit.FreeAddr(t)
 	var dials atomic.Int64
 	var refusals atomic.Int64
 	refusals.Store(2)
@@ -353,7 +342,7 @@ func TestRetryConnectionRefused(t *testing.T) {
 // listens, with the default transport.
 func TestNothingListening(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, "http://"+refusedAddr(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
+	c := newClient(t, "http://"+testkit.FreeAddr(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
 	err := c.Delete(t.Context(), 1)
 	checkSentinel(t, err, plantstore.ErrUnavailable)
 	err = c.Ping(t.Context())

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -43,25 +43,6 @@ func (h *recordingHandler) records() []slog.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]slog.Record(nil), h.recs...)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, as an access
-// log's writer must be.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // accessLine is an access line in JSON, decoded.
@@ -112,7 +93,7 @@ func send(h http.Handler, method, target, auth, requestID, body string) string {
 
 func TestAccessLog(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testkit.Buffer
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 		httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: httpapi.JSONLog}))
 	before := time.Now()
@@ -159,7 +140,7 @@ func TestAccessLog(t *testing.T) {
 // level, and that a LevelVar moves it while the handler serves.
 func TestAccessLogFollowsLevel(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testkit.Buffer
 	var level slog.LevelVar
 	level.Set(slog.LevelWarn)
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
@@ -189,7 +170,7 @@ func TestAccessLogFollowsLevel(t *testing.T) {
 // told of each request once beside the access log.
 func TestAccessLogSharesTheEnd(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testkit.Buffer
 	var mu sync.Mutex
 	var ends []time.Time
 	var durations []time.Duration
@@ -228,7 +209,7 @@ func TestAccessLogTraceID(t *testing.T) {
 	}
 	id := [16]byte{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
 	for _, format := range []httpapi.LogFormat{httpapi.TextLog, httpapi.JSONLog} {
-		var out syncBuffer
+		var out testkit.Buffer
 		api := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 			httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: format, TraceID: traceID}))
 		// A tracer's middleware puts the request's span in its context
@@ -283,7 +264,7 @@ func escapePath(p string) string {
 func TestLogsEscapeWhatDoesNotPrint(t *testing.T) {
 	t.Parallel()
 	for _, format := range []httpapi.LogFormat{httpapi.TextLog, httpapi.JSONLog} {
-		var out syncBuffer
+		var out testkit.Buffer
 		h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 			httpapi.WithLogger(slog.New(httpapi.NewLogHandler(&out, format, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 			httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: format}))
@@ -332,7 +313,7 @@ func checkPrintable(t *testing.T, name, logs string) {
 // beyond ASCII; and that a printable path reaches it as it was sent.
 func TestHandlerLinesEscapeForAnyHandler(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testkit.Buffer
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken),
 		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	paths := append([]string{"/plants/ünï ok"}, hostilePaths...)

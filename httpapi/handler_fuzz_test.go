@@ -217,30 +217,14 @@ func fuzzOrdinaryCreate(fr fuzzRequest) bool {
 }
 
 // checkFuzzError checks that a failure is answered with status 400 and
-// exactly the Error shape, with a code a client can cause, and returns the
-// code.
+// exactly the Error shape (checkErrorShape), with a code a client can
+// cause, and returns the code.
 func checkFuzzError(t *testing.T, fr fuzzRequest, resp *http.Response, body []byte) int {
 	t.Helper()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("%s %s: status %d, want 400 (body %s)", fr.method, fr.path, resp.StatusCode, body)
 	}
-	if ct := resp.Header.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json" {
-		t.Errorf("%s %s: Content-Type %q, want application/json", fr.method, fr.path, ct)
-	}
-	var members map[string]jsontext.Value
-	if err := jsonv2.Unmarshal(body, &members); err != nil {
-		t.Fatalf("%s %s: error body %s is not a JSON object: %v", fr.method, fr.path, body, err)
-	}
-	var e struct {
-		Error   int32  `json:"error"`
-		Message string `json:"message"`
-	}
-	if len(members) != 2 || members["error"].Kind() != '0' || members["message"].Kind() != '"' {
-		t.Fatalf("%s %s: error body %s is not exactly {error, message}", fr.method, fr.path, body)
-	}
-	if err := jsonv2.Unmarshal(body, &e); err != nil || e.Message == "" {
-		t.Fatalf("%s %s: error body %s: int32 error and non-empty message wanted (%v)", fr.method, fr.path, body, err)
-	}
+	e := checkErrorShape(t, resp, body)
 	switch e.Error {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusConflict,
 		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:

@@ -35,9 +35,7 @@ func TestList(t *testing.T) {
 	for _, body := range []string{
 		`{"id":30,"name":"c"}`, `{"id":-5,"name":"a","tag":""}`, `{"id":10,"name":"b","tag":"t"}`,
 	} {
-		if r := e.do("POST", "/plants", nil, body); r.status != 200 {
-			t.Fatalf("create %s: %d %s", body, r.status, r.body)
-		}
+		e.do("POST", "/plants", nil, body).wantOK(t, "create %s", body)
 	}
 	empty, tagged := "", "t"
 	all := []listedPlant{{-5, "a", &empty}, {10, "b", &tagged}, {30, "c", nil}}
@@ -57,9 +55,7 @@ func TestList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			got, r := e.list(tt.query)
-			if r.status != 200 {
-				t.Fatalf("status %d %s", r.status, r.body)
-			}
+			r.wantOK(t, "GET /plants%s", tt.query)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("page mismatch (-want +got):\n%s", diff)
 			}
@@ -100,9 +96,7 @@ func TestListRejects(t *testing.T) {
 func TestDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"old","tag":"x"}`); r.status != 200 {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"old","tag":"x"}`).wantOK(t, "create")
 	r := e.do("DELETE", "/plants/1", nil, "")
 	if r.status != http.StatusNoContent || len(r.body) != 0 {
 		t.Fatalf("delete = %d %q, want 204 with no body", r.status, r.body)
@@ -121,9 +115,7 @@ func TestReadPlant(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	for _, body := range []string{`{"id":-7,"name":"tagged","tag":""}`, `{"id":0,"name":"untagged"}`} {
-		if r := e.do("POST", "/plants", nil, body); r.status != 200 {
-			t.Fatalf("create %s: %d %s", body, r.status, r.body)
-		}
+		e.do("POST", "/plants", nil, body).wantOK(t, "create %s", body)
 	}
 	tests := []struct {
 		path     string
@@ -154,9 +146,7 @@ func TestReadPlant(t *testing.T) {
 	}
 	e.do("GET", "/plants/0", map[string]string{"Authorization": ""}, "").wantError(t, 400, 401)
 	e.do("DELETE", "/plants/00", nil, "").wantError(t, 400, 400)
-	if r := e.do("GET", "/plants/0", nil, ""); r.status != 200 {
-		t.Errorf("plant 0 after DELETE /plants/00 = %d %s, want it kept", r.status, r.body)
-	}
+	e.do("GET", "/plants/0", nil, "").wantOK(t, "plant 0 after DELETE /plants/00")
 }
 
 func TestListPagesThroughManyPlants(t *testing.T) {
@@ -164,9 +154,7 @@ func TestListPagesThroughManyPlants(t *testing.T) {
 	e := newEnv(t, nil)
 	const n = 2500
 	for i := range n {
-		if r := e.do("POST", "/plants", nil, fmt.Sprintf(`{"id":%d,"name":"p"}`, (i*7)%n)); r.status != 200 {
-			t.Fatalf("create: %d %s", r.status, r.body)
-		}
+		e.do("POST", "/plants", nil, fmt.Sprintf(`{"id":%d,"name":"p"}`, (i*7)%n)).wantOK(t, "create")
 	}
 	seen, query := 0, "?limit=1000"
 	for {

@@ -99,23 +99,29 @@ func TestHooks(t *testing.T) {
 	}
 }
 
-// TestRoutes checks the routes and methods a hook may be told of.
+// TestRoutes checks the routes and methods a hook may be told of, and
+// which routes machines poll: the probes and the metrics, and no route of
+// the API itself.
 func TestRoutes(t *testing.T) {
 	t.Parallel()
-	got := map[string][]string{}
-	for _, r := range httpapi.Routes() {
-		got[r.String()] = r.Methods()
+	type route struct {
+		Methods []string
+		Polled  bool
 	}
-	want := map[string][]string{
-		"other":         nil,
-		"/plants":       {"POST", "GET"},
-		"/plants/{id}":  {"GET", "DELETE"},
-		"/openapi.json": {"GET"},
-		"/healthz":      {"GET"},
-		"/readyz":       {"GET"},
-		"/metrics":      {"GET"},
-		"/docs":         {"GET"},
-		"/docs/{name}":  {"GET"},
+	got := map[string]route{}
+	for _, r := range httpapi.Routes() {
+		got[r.String()] = route{r.Methods(), r.Polled()}
+	}
+	want := map[string]route{
+		"other":         {},
+		"/plants":       {Methods: []string{"POST", "GET"}},
+		"/plants/{id}":  {Methods: []string{"GET", "DELETE"}},
+		"/openapi.json": {Methods: []string{"GET"}},
+		"/healthz":      {Methods: []string{"GET"}, Polled: true},
+		"/readyz":       {Methods: []string{"GET"}, Polled: true},
+		"/metrics":      {Methods: []string{"GET"}, Polled: true},
+		"/docs":         {Methods: []string{"GET"}},
+		"/docs/{name}":  {Methods: []string{"GET"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Routes() mismatch (-want +got):\n%s", diff)
@@ -143,9 +149,7 @@ func TestMetricsRoute(t *testing.T) {
 		if r.status != 200 || string(r.body) != "plantstore_up 1\n" || r.header.Get("X-Request-Id") == "" {
 			t.Errorf("GET /metrics with the token = %d %q (X-Request-Id %q), want the metrics and an id", r.status, r.body, r.header.Get("X-Request-Id"))
 		}
-		if r := e.do("HEAD", "/metrics", nil, ""); r.status != 200 {
-			t.Errorf("HEAD /metrics = %d, want 200", r.status)
-		}
+		e.do("HEAD", "/metrics", nil, "").wantOK(t, "HEAD /metrics")
 		e.do("POST", "/metrics", nil, "").wantError(t, 400, 405)
 		e.do("DELETE", "/metrics", nil, "").wantError(t, 400, 405)
 		want := []string{"GET /metrics 401", "GET /metrics ok", "HEAD /metrics ok", "POST /metrics 405", "DELETE /metrics 405"}
@@ -155,9 +159,7 @@ func TestMetricsRoute(t *testing.T) {
 	})
 	t.Run("public", func(t *testing.T) {
 		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithPublicMetrics())
-		if r := e.do("GET", "/metrics", noToken, ""); r.status != 200 {
-			t.Errorf("GET /metrics without a token, public = %d %s, want 200", r.status, r.body)
-		}
+		e.do("GET", "/metrics", noToken, "").wantOK(t, "GET /metrics without a token, public")
 		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
 	})
 }
@@ -190,9 +192,7 @@ func TestDocsRoute(t *testing.T) {
 				t.Errorf("GET %s without a token = %d %q (X-Request-Id %q), want the docs handler's answer and an id", path, r.status, r.body, r.header.Get("X-Request-Id"))
 			}
 		}
-		if r := e.do("HEAD", "/docs", noToken, ""); r.status != 200 {
-			t.Errorf("HEAD /docs = %d, want 200", r.status)
-		}
+		e.do("HEAD", "/docs", noToken, "").wantOK(t, "HEAD /docs")
 		e.do("POST", "/docs", nil, "").wantError(t, 400, 405)
 		e.do("GET", "/docs/", nil, "").wantError(t, 400, 404)
 		e.do("GET", "/docs/a/b", nil, "").wantError(t, 400, 404)
@@ -217,22 +217,6 @@ func TestDocsRoute(t *testing.T) {
 			t.Errorf("requests served (-want +got):\n%s", diff)
 		}
 	})
-}
-
-// TestRoutePolled checks which routes machines poll: the probes and the
-// metrics, and no route of the API itself.
-func TestRoutePolled(t *testing.T) {
-	t.Parallel()
-	var got []string
-	for _, r := range httpapi.Routes() {
-		if r.Polled() {
-			got = append(got, r.String())
-		}
-	}
-	want := []string{"/healthz", "/readyz", "/metrics"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("polled routes (-want +got):\n%s", diff)
-	}
 }
 
 // TestHooksCompose gives the handler three sets of Hooks beside an access

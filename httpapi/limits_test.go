@@ -247,9 +247,7 @@ func TestEscapedPaths(t *testing.T) {
 	t.Parallel()
 	var l servedLog
 	e := newEnv(t, nil, httpapi.WithHooks(l.hooks()))
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"kept"}`); r.status != 200 {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":1,"name":"kept"}`).wantOK(t, "create")
 	tests := []struct {
 		method, path string
 		wantCode     int
@@ -267,9 +265,7 @@ func TestEscapedPaths(t *testing.T) {
 			e.do(tt.method, tt.path, nil, "").wantError(t, 400, tt.wantCode)
 		})
 	}
-	if r := e.do("GET", "/plants/1", nil, ""); r.status != 200 {
-		t.Errorf("plant 1 after the escaped requests: %d %s, want it kept", r.status, r.body)
-	}
+	e.do("GET", "/plants/1", nil, "").wantOK(t, "plant 1 after the escaped requests")
 	want := []string{"POST /plants ok",
 		"DELETE other 404", "GET other 404", "DELETE /plants/{id} 400", "GET /plants/{id} 400", "GET other 404", "GET other 404",
 		"GET /plants/{id} ok"}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,7 @@ func TestWithBaseURL(t *testing.T) {
 
 // TestBaseURLUnderStripPrefix reads the document served under a prefix the
 // way a client generator does, and checks every answer against it at the
-// URLs it names.
+// URLs it names, and that a list's next link keeps the prefix.
 func TestBaseURLUnderStripPrefix(t *testing.T) {
 	t.Parallel()
 	ps := plantstore.New(memstore.New())
@@ -98,14 +99,19 @@ func TestBaseURLUnderStripPrefix(t *testing.T) {
 	}
 	e := &testEnv{t: t, url: srv.URL, ps: ps, logs: &testkit.Buffer{},
 		client: &http.Client{Transport: validatingTransport{t: t, router: router}}}
-	if r := e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`); r.status != 200 {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
-	if r := e.do("GET", "/api/plants/1", nil, ``); r.status != 200 {
-		t.Errorf("read: %d %s", r.status, r.body)
-	}
+	e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
+	e.do("GET", "/api/plants/1", nil, ``).wantOK(t, "read")
 	e.do("GET", "/api/plants/2", nil, ``).wantError(t, 400, 404)
 	e.do("POST", "/api/plants", map[string]string{"Authorization": ""}, `{"id":2,"name":"x"}`).wantError(t, 400, 401)
+	// The next-page link resolves under the prefix.
+	e.do("POST", "/api/plants", nil, `{"id":2,"name":"y"}`).wantOK(t, "create")
+	r := e.do("GET", "/api/plants?limit=1", nil, ``).wantOK(t, "list")
+	link := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Link"), "<"), `>; rel="next"`)
+	base, _ := url.Parse(e.url + "/api/plants?limit=1")
+	next, err := base.Parse(link)
+	if err != nil || next.Path != "/api/plants" || next.Query().Get("after") != "1" {
+		t.Errorf("Link %q resolves to %v (%v), want /api/plants?limit=1&after=1", r.header.Get("Link"), next, err)
+	}
 }
 
 // lintVersion is the oldest Node.js the pinned validators run on.

@@ -67,9 +67,7 @@ func TestReadyzFloodChecksOnce(t *testing.T) {
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
 	const n = 200
 	for range n {
-		if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-			t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
-		}
+		e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
 	}
 	var wg sync.WaitGroup
 	for range n {
@@ -93,54 +91,24 @@ func TestReadyzFloodChecksOnce(t *testing.T) {
 }
 
 // TestReadyzFollowsWrites shows GET /readyz turning 503 once creates fail
-// for want of the storage, though the storage still answers pings, and
-// 200 again as soon as a write probe succeeds, with no client write.
+// for want of the storage, though the storage still answers pings, and 200
+// again as soon as a write probe succeeds, with no client write. When
+// plantstore.Ready pings and when it probes is the root package's
+// TestReady.
 func TestReadyzFollowsWrites(t *testing.T) {
 	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Nanosecond))
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
-	}
+	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
 	s.writesDown.Store(true)
-	// Until a write fails, nothing tells a ping from a write.
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /readyz before any write failed = %d %s, want 200", r.status, r.body)
-	}
 	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
 	if w := e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503); !strings.Contains(w.Message, "cannot take writes") {
 		t.Errorf("GET /readyz message = %q, want one saying the storage cannot take writes", w.Message)
 	}
+	s.writesDown.Store(false)
+	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz once writes work")
 	if s.probes.Load() == 0 {
 		t.Errorf("GET /readyz after a failed write made no write probe")
-	}
-	e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
-
-	s.writesDown.Store(false)
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /readyz once writes work = %d %s, want 200", r.status, r.body)
-	}
-	probes := s.probes.Load()
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /readyz = %d %s, want 200", r.status, r.body)
-	}
-	if got := s.probes.Load(); got != probes {
-		t.Errorf("GET /readyz probed a write after a probe succeeded (%d probes, then %d)", probes, got)
-	}
-
-	// A create that succeeds clears a failure too.
-	s.writesDown.Store(true)
-	e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`).wantError(t, 400, 503)
-	s.writesDown.Store(false)
-	if r := e.do("POST", "/plants", nil, `{"id":3,"name":"Ivy"}`); r.status != 200 {
-		t.Fatalf("create = %d %s, want 200", r.status, r.body)
-	}
-	probes = s.probes.Load()
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /readyz after a create succeeded = %d %s, want 200", r.status, r.body)
-	}
-	if got := s.probes.Load(); got != probes {
-		t.Errorf("GET /readyz probed a write after a create succeeded")
 	}
 }
 
@@ -161,9 +129,7 @@ func TestReadyzStalledStorage(t *testing.T) {
 	if got := s.pings.Load(); got != 1 {
 		t.Errorf("storage checked %d times while the first check hung, want 1", got)
 	}
-	if r := e.do("GET", "/healthz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /healthz with the storage stalled = %d, want 200", r.status)
-	}
+	e.do("GET", "/healthz", noToken, ``).wantOK(t, "GET /healthz with the storage stalled")
 }
 
 // TestStorageFailuresAreSummarised shows a burst of creates failing for
@@ -192,19 +158,13 @@ func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
 	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Fatalf("GET /readyz = %d %s, want 200", r.status, r.body)
-	}
+	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
 	s.writesDown.Store(true)
 	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
 	e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503)
 	s.writesDown.Store(false)
-	if r := e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`); r.status != 200 {
-		t.Fatalf("create = %d %s, want 200", r.status, r.body)
-	}
-	if r := e.do("GET", "/readyz", noToken, ``); r.status != 200 {
-		t.Errorf("GET /readyz after a create succeeded = %d %s, want 200", r.status, r.body)
-	}
+	e.do("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`).wantOK(t, "create")
+	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz after a create succeeded")
 	if got := s.pings.Load() + s.probes.Load(); got != 3 {
 		t.Errorf("storage checked %d times, want 3: once per change of the writes' outcome", got)
 	}

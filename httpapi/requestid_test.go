@@ -258,10 +258,7 @@ func TestRequestIDInContext(t *testing.T) {
 		authIDs <- httpapi.RequestID(r.Context())
 		return nil
 	})))
-	r := e.do("POST", "/plants", map[string]string{"X-Request-Id": "ctx-test"}, `{"id":1,"name":"Fern"}`)
-	if r.status != 200 {
-		t.Fatalf("create = %d %s", r.status, r.body)
-	}
+	e.do("POST", "/plants", map[string]string{"X-Request-Id": "ctx-test"}, `{"id":1,"name":"Fern"}`).wantOK(t, "create")
 	if got := <-authIDs; got != "ctx-test" {
 		t.Errorf("the authenticator's context has request id %q, want ctx-test", got)
 	}

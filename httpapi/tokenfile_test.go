@@ -17,19 +17,12 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/secretfile"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
 // quiet is the TokenFileOption that drops the TokenFile's warnings.
 var quiet = httpapi.WithTokenFileLogger(slog.New(slog.DiscardHandler))
-
-// writeTokens writes a token file of mode 600 with contents s.
-func writeTokens(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // accepted returns which of tokens a accepts, by Authenticate.
 func accepted(a httpapi.Authenticator, tokens ...string) map[string]bool {
@@ -59,7 +52,7 @@ func TestTokenFileRefusesTokensNoClientCanSend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "tokens")
-			writeTokens(t, file, tt.file)
+			testkit.WriteFile(t, file, tt.file)
 			tf, err := httpapi.OpenTokenFile(file, quiet)
 			if !errors.Is(err, httpapi.ErrTokenSyntax) || tf != nil {
 				t.Fatalf("OpenTokenFile = %v, %v, want no TokenFile and ErrTokenSyntax", tf, err)
@@ -80,7 +73,7 @@ func TestTokenFileRefusesTokensNoClientCanSend(t *testing.T) {
 func TestTokenFileBoundsTheFile(t *testing.T) {
 	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big")
-	writeTokens(t, big, strings.Repeat("tok\n", secretfile.MaxSize/4)+"x")
+	testkit.WriteFile(t, big, strings.Repeat("tok\n", secretfile.MaxSize/4)+"x")
 	for _, file := range []string{"/dev/zero", big} {
 		if _, err := os.Stat(file); err != nil {
 			t.Logf("skipping %s: %v", file, err)
@@ -131,7 +124,7 @@ func TestTokenFileFromAPipe(t *testing.T) {
 func TestTokenFileReload(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "# team a\nalpha\nbravo\n")
+	testkit.WriteFile(t, file, "# team a\nalpha\nbravo\n")
 	tf, err := httpapi.OpenTokenFile(file, quiet, httpapi.WithExtraTokens("extra-1", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -149,14 +142,14 @@ func TestTokenFileReload(t *testing.T) {
 	}
 	check("opened", state{map[string]bool{"alpha": true, "bravo": true, "charlie": false, "extra-1": true}, 3})
 
-	writeTokens(t, file, "bravo\ncharlie\n")
+	testkit.WriteFile(t, file, "bravo\ncharlie\n")
 	if changed, err := tf.Reload(); !changed || err != nil {
 		t.Errorf("Reload of new tokens = %v, %v, want true, nil", changed, err)
 	}
 	after := state{map[string]bool{"alpha": false, "bravo": true, "charlie": true, "extra-1": true}, 3}
 	check("reloaded", after)
 
-	writeTokens(t, file, "  charlie  \n\n# reordered\nbravo\n")
+	testkit.WriteFile(t, file, "  charlie  \n\n# reordered\nbravo\n")
 	if changed, err := tf.Reload(); changed || err != nil {
 		t.Errorf("Reload of the same tokens = %v, %v, want false, nil", changed, err)
 	}
@@ -166,11 +159,11 @@ func TestTokenFileReload(t *testing.T) {
 		wantErr func(error) bool
 	}{
 		{"gone", func() { os.Remove(file) }, func(err error) bool { return errors.Is(err, os.ErrNotExist) }},
-		{"unusable token", func() { writeTokens(t, file, "bravo\nnot a token\n") }, func(err error) bool {
+		{"unusable token", func() { testkit.WriteFile(t, file, "bravo\nnot a token\n") }, func(err error) bool {
 			fe, ok := errors.AsType[*httpapi.TokenFileError](err)
 			return ok && fe.Line == 2 && errors.Is(err, httpapi.ErrTokenSyntax)
 		}},
-		{"no token", func() { writeTokens(t, file, "# emptied\n") }, func(err error) bool {
+		{"no token", func() { testkit.WriteFile(t, file, "# emptied\n") }, func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), file+" holds no token")
 		}},
 	} {
@@ -188,7 +181,7 @@ func TestTokenFileReload(t *testing.T) {
 func TestTokenFileThroughTheHandler(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "old-token\n")
+	testkit.WriteFile(t, file, "old-token\n")
 	tf, err := httpapi.OpenTokenFile(file, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -197,17 +190,13 @@ func TestTokenFileThroughTheHandler(t *testing.T) {
 	list := func(tok string) response {
 		return e.do("GET", "/plants", map[string]string{"Authorization": "Bearer " + tok}, "")
 	}
-	if r := list("old-token"); r.status != 200 {
-		t.Errorf("the file's token was answered %d %s, want 200", r.status, r.body)
-	}
+	list("old-token").wantOK(t, "the file's token")
 	list("new-token").wantError(t, 400, 401)
-	writeTokens(t, file, "new-token\n")
+	testkit.WriteFile(t, file, "new-token\n")
 	if _, err := tf.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if r := list("new-token"); r.status != 200 {
-		t.Errorf("the reloaded file's token was answered %d %s, want 200", r.status, r.body)
-	}
+	list("new-token").wantOK(t, "the reloaded file's token")
 	list("old-token").wantError(t, 400, 401)
 }
 
@@ -218,7 +207,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
-	writeTokens(t, file, "kept\nfirst\n")
+	testkit.WriteFile(t, file, "kept\nfirst\n")
 	tf, err := httpapi.OpenTokenFile(file, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +237,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 	}
 	for i := range 200 {
 		next := filepath.Join(dir, "next")
-		writeTokens(t, next, fmt.Sprintf("kept\nround-%d\n", i))
+		testkit.WriteFile(t, next, fmt.Sprintf("kept\nround-%d\n", i))
 		if err := os.Rename(next, file); err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +255,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "tok-1\n")
+	testkit.WriteFile(t, file, "tok-1\n")
 	rh := &recordingHandler{level: slog.LevelDebug}
 	tf, err := httpapi.OpenTokenFile(file, httpapi.WithTokenFileLogger(slog.New(rh)))
 	if err != nil {

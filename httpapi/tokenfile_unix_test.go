@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestTokenFileReloadOfNamedPipeWithoutWriter checks that reloading a
@@ -20,9 +21,7 @@ import (
 func TestTokenFileReloadOfNamedPipeWithoutWriter(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("old-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, file, "old-token\n")
 	tf, err := httpapi.OpenTokenFile(file, quiet)
 	if err != nil {
 		t.Fatal(err)

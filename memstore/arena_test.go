@@ -11,6 +11,41 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
+// TestArenaRoundTrip puts plants of every shape into one arena and reads
+// each back.
+func TestArenaRoundTrip(t *testing.T) {
+	t.Parallel()
+	long := string(make([]byte, 300))
+	tests := []struct {
+		name   string
+		plant  plantstore.Plant
+		reason string
+	}{
+		{"no tag", plantstore.Plant{ID: 1, Name: "Monstera"}, ""},
+		{"empty", plantstore.Plant{ID: 2}, ""},
+		{"empty tag", plantstore.Plant{ID: 3, Name: "Fern", HasTag: true}, ""},
+		{"empty name and tag", plantstore.Plant{ID: 4, HasTag: true}, ""},
+		{"tag", plantstore.Plant{ID: 5, Name: "Aloe", Tag: "succulent", HasTag: true}, ""},
+		{"long name", plantstore.Plant{ID: 6, Name: long, Tag: "t", HasTag: true}, "a length of two uvarint bytes"},
+		{"own chunk", plantstore.Plant{ID: 9, Name: string(make([]byte, 3*chunkSize)), Tag: "big", HasTag: true}, "larger than a chunk"},
+		{"NUL kept", plantstore.Plant{ID: 7, Name: "a\x00b", Tag: "\x00", HasTag: true}, "the packing does not rely on validation"},
+		{"high bytes", plantstore.Plant{ID: 8, Name: "\x80\xff", Tag: "\x81", HasTag: true}, "the length's bytes are not confused with text"},
+	}
+	var a arena
+	refs := make([]ref, len(tests))
+	for i, tt := range tests {
+		refs[i] = a.put(tt.plant)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := a.plant(tt.plant.ID, refs[i], tt.plant.HasTag)
+			if diff := cmp.Diff(tt.plant, got); diff != "" {
+				t.Errorf("plant after put mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestArenaCompaction deletes most of a store's plants, which makes the
 // shards compact their arenas, and checks that every remaining plant reads
 // back exactly while the arenas shrink to what is live.

@@ -2,7 +2,6 @@ package promstats_test
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,47 +76,6 @@ func zeroSeries() map[string]float64 {
 
 const testToken = "promstats-test-token"
 
-// env is a handler with HTTP's hooks, served over loopback.
-type env struct {
-	t   *testing.T
-	url string
-}
-
-func newEnv(t *testing.T, opts ...httpapi.Option) *env {
-	t.Helper()
-	opts = append([]httpapi.Option{httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
-	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()), opts...))
-	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL}
-}
-
-// do sends a request with the test token and a JSON Content-Type, which
-// headers may replace, or remove with an empty value, and returns the
-// status and the body.
-func (e *env) do(method, path string, headers map[string]string, body string) (int, []byte) {
-	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
 // hooks returns HTTP's hooks over reg, as an option.
 func hooks(t *testing.T, reg prometheus.Registerer) httpapi.Option {
 	t.Helper()
@@ -128,74 +86,77 @@ func hooks(t *testing.T, reg prometheus.Registerer) httpapi.Option {
 	return httpapi.WithHooks(h)
 }
 
+// TestHTTP sends requests of every outcome and checks the series they
+// make. That the hooks hear the same codes beside an access log is
+// httpapi's TestHooks.
 func TestHTTP(t *testing.T) {
-	for _, accessLog := range []bool{false, true} {
-		name := "log=off"
-		if accessLog {
-			name = "log=on"
+	reg := prometheus.NewRegistry()
+	h := httpapi.New(plantstore.New(memstore.New()), hooks(t, reg), httpapi.WithTokens(testToken),
+		httpapi.WithLogger(slog.New(slog.DiscardHandler)))
+	if diff := cmp.Diff(zeroSeries(), series(t, reg, "plantstore_http_")); diff != "" {
+		t.Errorf("series before any request (-want +got):\n%s", diff)
+	}
+
+	// send serves a request with the test token and a JSON
+	// Content-Type, which headers replace, or remove when empty.
+	send := func(method, path string, headers map[string]string, body string, wantStatus int) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+			if v == "" {
+				req.Header.Del(k)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			opts := []httpapi.Option{hooks(t, reg)}
-			if accessLog {
-				// The access log and the hooks share one recorder: the
-				// Error codes must reach both.
-				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
-			}
-			e := newEnv(t, opts...)
-			if diff := cmp.Diff(zeroSeries(), series(t, reg, "plantstore_http_")); diff != "" {
-				t.Errorf("series before any request (-want +got):\n%s", diff)
-			}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != wantStatus {
+			t.Fatalf("%s %s = %d %s, want %d", method, path, rec.Code, rec.Body, wantStatus)
+		}
+	}
+	send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200)
+	send("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`, 200)
+	send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400)                                  // 409
+	send("POST", "/plants", map[string]string{"Authorization": "Bearer wrong"}, `{"id":3}`, 400) // 401
+	send("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`, 400)          // 415
+	send("GET", "/plants/1", nil, "", 200)
+	send("GET", "/plants/01", nil, "", 400)              // 400, a non-canonical id
+	send("DELETE", "/plants/2", nil, "", 204)            // a success without a body
+	send("DELETE", "/plants/2", nil, "", 400)            // 404
+	send("GET", "/plants/1/leaves", nil, "", 400)        // 404, no such route
+	send("GET", "/secret-admin-path-"+"x", nil, "", 400) // 404, no such route
+	send("PUT", "/plants", nil, "", 400)                 // 405
+	send("BREW", "/plants", nil, "", 400)                // 405, a method HTTP does not define
+	send("GET", "/healthz", map[string]string{"Authorization": ""}, "", 200)
 
-			send := func(method, path string, headers map[string]string, body string, wantStatus int) {
-				t.Helper()
-				if status, body := e.do(method, path, headers, body); status != wantStatus {
-					t.Fatalf("%s %s = %d %s, want %d", method, path, status, body, wantStatus)
-				}
-			}
-			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200)
-			send("POST", "/plants", nil, `{"id":2,"name":"Aloe"}`, 200)
-			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400)                                  // 409
-			send("POST", "/plants", map[string]string{"Authorization": "Bearer wrong"}, `{"id":3}`, 400) // 401
-			send("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`, 400)          // 415
-			send("GET", "/plants/1", nil, "", 200)
-			send("GET", "/plants/01", nil, "", 400)              // 400, a non-canonical id
-			send("DELETE", "/plants/2", nil, "", 204)            // a success without a body
-			send("DELETE", "/plants/2", nil, "", 400)            // 404
-			send("GET", "/plants/1/leaves", nil, "", 400)        // 404, no such route
-			send("GET", "/secret-admin-path-"+"x", nil, "", 400) // 404, no such route
-			send("PUT", "/plants", nil, "", 400)                 // 405
-			send("BREW", "/plants", nil, "", 400)                // 405, a method HTTP does not define
-			send("GET", "/healthz", map[string]string{"Authorization": ""}, "", 200)
-
-			want := zeroSeries()
-			for k, v := range map[string]float64{
-				`plantstore_http_requests_total{error="",method="POST",route="/plants"}`:               2,
-				`plantstore_http_requests_total{error="409",method="POST",route="/plants"}`:            1,
-				`plantstore_http_requests_total{error="401",method="POST",route="/plants"}`:            1,
-				`plantstore_http_requests_total{error="415",method="POST",route="/plants"}`:            1,
-				`plantstore_http_request_duration_seconds_count{method="POST",route="/plants"}`:        5,
-				`plantstore_http_requests_total{error="",method="GET",route="/plants/{id}"}`:           1,
-				`plantstore_http_requests_total{error="400",method="GET",route="/plants/{id}"}`:        1,
-				`plantstore_http_request_duration_seconds_count{method="GET",route="/plants/{id}"}`:    2,
-				`plantstore_http_requests_total{error="",method="DELETE",route="/plants/{id}"}`:        1,
-				`plantstore_http_requests_total{error="404",method="DELETE",route="/plants/{id}"}`:     1,
-				`plantstore_http_request_duration_seconds_count{method="DELETE",route="/plants/{id}"}`: 2,
-				`plantstore_http_requests_total{error="404",method="GET",route="other"}`:               2,
-				`plantstore_http_request_duration_seconds_count{method="GET",route="other"}`:           2,
-				`plantstore_http_requests_total{error="405",method="PUT",route="/plants"}`:             1,
-				`plantstore_http_request_duration_seconds_count{method="PUT",route="/plants"}`:         1,
-				`plantstore_http_requests_total{error="405",method="other",route="/plants"}`:           1,
-				`plantstore_http_request_duration_seconds_count{method="other",route="/plants"}`:       1,
-				`plantstore_http_requests_total{error="",method="GET",route="/healthz"}`:               1,
-				`plantstore_http_request_duration_seconds_count{method="GET",route="/healthz"}`:        1,
-			} {
-				want[k] = v
-			}
-			if diff := cmp.Diff(want, series(t, reg, "plantstore_http_")); diff != "" {
-				t.Errorf("series after the requests (-want +got):\n%s", diff)
-			}
-		})
+	want := zeroSeries()
+	for k, v := range map[string]float64{
+		`plantstore_http_requests_total{error="",method="POST",route="/plants"}`:               2,
+		`plantstore_http_requests_total{error="409",method="POST",route="/plants"}`:            1,
+		`plantstore_http_requests_total{error="401",method="POST",route="/plants"}`:            1,
+		`plantstore_http_requests_total{error="415",method="POST",route="/plants"}`:            1,
+		`plantstore_http_request_duration_seconds_count{method="POST",route="/plants"}`:        5,
+		`plantstore_http_requests_total{error="",method="GET",route="/plants/{id}"}`:           1,
+		`plantstore_http_requests_total{error="400",method="GET",route="/plants/{id}"}`:        1,
+		`plantstore_http_request_duration_seconds_count{method="GET",route="/plants/{id}"}`:    2,
+		`plantstore_http_requests_total{error="",method="DELETE",route="/plants/{id}"}`:        1,
+		`plantstore_http_requests_total{error="404",method="DELETE",route="/plants/{id}"}`:     1,
+		`plantstore_http_request_duration_seconds_count{method="DELETE",route="/plants/{id}"}`: 2,
+		`plantstore_http_requests_total{error="404",method="GET",route="other"}`:               2,
+		`plantstore_http_request_duration_seconds_count{method="GET",route="other"}`:           2,
+		`plantstore_http_requests_total{error="405",method="PUT",route="/plants"}`:             1,
+		`plantstore_http_request_duration_seconds_count{method="PUT",route="/plants"}`:         1,
+		`plantstore_http_requests_total{error="405",method="other",route="/plants"}`:           1,
+		`plantstore_http_request_duration_seconds_count{method="other",route="/plants"}`:       1,
+		`plantstore_http_requests_total{error="",method="GET",route="/healthz"}`:               1,
+		`plantstore_http_request_duration_seconds_count{method="GET",route="/healthz"}`:        1,
+	} {
+		want[k] = v
+	}
+	if diff := cmp.Diff(want, series(t, reg, "plantstore_http_")); diff != "" {
+		t.Errorf("series after the requests (-want +got):\n%s", diff)
 	}
 }
 

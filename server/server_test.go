@@ -49,6 +49,8 @@ func TestListenErrors(t *testing.T) {
 			wantErr: "server: WithPprof needs WithMetrics: profiles are served there, never on the main listener"},
 		{name: "certificate without key", opts: []server.Option{server.WithTLS("cert.pem", "")},
 			wantErr: "server: WithTLS needs both the certificate file and the key file"},
+		{name: "key without certificate", opts: []server.Option{server.WithTLS("", "key.pem")},
+			wantErr: "server: WithTLS needs both the certificate file and the key file"},
 		{name: "reload without function", opts: []server.Option{server.WithReload("tokens", nil, nil)},
 			wantErr: `server: WithReload("tokens") needs a name and a function`},
 		{name: "certificate missing", opts: []server.Option{server.WithTLS(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))},

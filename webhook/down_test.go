@@ -61,9 +61,7 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	d, l, _ := start(t, claims, []string{rc.url()})
 	ps := newPlantStore(mo, d)
 	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
-	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
-		return strings.Contains(l.String(), "webhook: subscriber down")
-	})
+	l.waitDown(t)
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}
@@ -133,9 +131,7 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	// Once the subscriber is taken as down and two probes were made, one
 	// after the other with nothing else held, every delivery claimed
 	// before the drops has ended, so that only the newest events are left.
-	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
-		return strings.Contains(l.String(), "webhook: subscriber down")
-	})
+	l.waitDown(t)
 	atDown := rc.total()
 	testkit.WaitUntil(t, time.Minute, "two probes", func() bool { return rc.total() >= atDown+2 })
 
@@ -179,9 +175,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
-		return strings.Contains(l.String(), "webhook: subscriber down")
-	})
+	l.waitDown(t)
 	testkit.WaitUntil(t, time.Minute, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
 	atOld := rc.total()
 	testkit.WaitUntil(t, time.Minute, "five probes of events past the max age", func() bool { return rc.total() >= atOld+5 })
@@ -217,9 +211,7 @@ func TestSubscribersDownEndsWithRun(t *testing.T) {
 	for id := range int64(20) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
-		return strings.Contains(l.String(), "webhook: subscriber down")
-	})
+	l.waitDown(t)
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}

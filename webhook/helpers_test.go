@@ -179,6 +179,15 @@ func newLogs(t *testing.T) *logs {
 	return l
 }
 
+// waitDown waits until the Dispatcher logging to l takes a subscriber as
+// down.
+func (l *logs) waitDown(t *testing.T) {
+	t.Helper()
+	testkit.WaitUntil(t, time.Minute, "the subscriber to be taken as down", func() bool {
+		return strings.Contains(l.String(), "webhook: subscriber down")
+	})
+}
+
 // start runs a Dispatcher over source until the test ends or stop is
 // called. Its poll interval and backoff are small enough for tests unless
 // opts say otherwise.

@@ -117,23 +117,6 @@ func TestMemoryOutboxBound(t *testing.T) {
 	}
 }
 
-// TestMemoryOutboxDropsAreCounted checks that a Dispatcher over a
-// MemoryOutbox reports its drops in its Stats.
-func TestMemoryOutboxDropsAreCounted(t *testing.T) {
-	t.Parallel()
-	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
-	d, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := range int64(7) {
-		mo.Add(plantstore.Plant{ID: id, Name: "p"})
-	}
-	if got := float64(d.Stats().Dropped); got != 5 {
-		t.Errorf("Stats().Dropped = %v, want 5", got)
-	}
-}
-
 // BenchmarkMemoryOutboxAddFull measures Add on a full outbox, which drops
 // an event on every call: the work of a drop is a constant, whatever the
 // number of events kept.
