@@ -187,39 +187,105 @@ func appName(t *testing.T, dsn string) string {
 }
 
 // TestLinger checks that the committer's wait for more Creates ends as soon
-// as the batch holds what it waits for, when the Store closes, or when its
-// time is up, and keeps every Create it took.
+// as the batch holds what the pacer expects, when the Store closes, when
+// no Create comes within the idle wait, or at its bound, and keeps every
+// Create it took.
 func TestLinger(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		sent   int // Creates sent during the wait
-		want   int
-		d      time.Duration
-		close  bool
-		reason string
+		name     string
+		sent     int // Creates sent during the wait
+		target   int
+		until    time.Duration
+		close    bool
+		wantFull bool
+		reason   string
 	}{
-		{name: "reaches want", sent: 3, want: 4, d: time.Hour, reason: "returns once 1+3 are in, long before d"},
-		{name: "capped by maxBatch", sent: maxBatch - 1, want: maxBatch + 10, d: time.Hour, reason: "a full batch stops the wait"},
-		{name: "store closes", sent: 0, want: 4, d: time.Hour, close: true},
-		{name: "time is up", sent: 0, want: 4, d: 10 * time.Millisecond},
+		{name: "reaches target", sent: 3, target: 4, until: time.Hour, wantFull: true, reason: "returns once 1+3 are in"},
+		{name: "capped by maxBatch", sent: maxBatch - 1, target: maxBatch + 10, until: time.Hour, wantFull: true, reason: "a full batch stops the wait"},
+		{name: "store closes", sent: 0, target: 4, until: time.Hour, close: true},
+		{name: "idle", sent: 0, target: 4, until: time.Hour, reason: "no Create within the idle wait"},
+		{name: "bound", sent: 0, target: 4, until: -time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Store{reqs: make(chan *createReq), closed: make(chan struct{})}
 			go func() {
 				for range tt.sent {
-					s.reqs <- &createReq{}
+					s.reqs <- &createReq{arrived: time.Now()}
 				}
 				if tt.close {
 					close(s.closed)
 				}
 			}()
-			batch := s.linger([]*createReq{{}}, tt.want, tt.d)
-			wantLen := min(tt.want, maxBatch, 1+tt.sent)
+			p := newPacer()
+			p.target = tt.target
+			// A long idle wait, so that a slow machine does not end it
+			// between two sends.
+			p.gap, p.took = time.Second, time.Second
+			if tt.name == "idle" {
+				p.gap, p.took = 0, 0
+			}
+			tm := time.NewTimer(time.Hour)
+			tm.Stop()
+			batch, full := s.linger([]*createReq{{arrived: time.Now()}}, &p, time.Now().Add(tt.until), tm)
+			wantLen := min(tt.target, maxBatch, 1+tt.sent)
 			if diff := cmp.Diff(wantLen, len(batch)); diff != "" {
 				t.Errorf("len(linger(...)) (-want +got):\n%s\n%s", diff, tt.reason)
 			}
+			if full != tt.wantFull {
+				t.Errorf("linger(...) full = %v, want %v", full, tt.wantFull)
+			}
 		})
+	}
+}
+
+// TestPacer checks how the committer's target follows its callers: it
+// rises by the Creates that came during a commit, falls to a batch the
+// idle wait closed, and the idle wait follows the gaps between arrivals
+// within its bounds.
+func TestPacer(t *testing.T) {
+	t.Parallel()
+	p := newPacer()
+	if !p.full(1) {
+		t.Errorf("a new pacer waits for more than one Create: target %d", p.target)
+	}
+	p.open(1, 31) // 31 came while a batch of 1 committed
+	if p.target != 32 {
+		t.Errorf("target after a batch of 1 with 31 waiting = %d, want 32", p.target)
+	}
+	p.closed(32, true, 100*time.Microsecond)
+	p.open(32, 0)
+	if p.target != 32 {
+		t.Errorf("target after a full batch of 32, none waiting = %d, want 32", p.target)
+	}
+	p.closed(30, false, 100*time.Microsecond) // two callers left: the idle wait closed it
+	if p.target != 30 {
+		t.Errorf("target after an idle close at 30 = %d, want 30", p.target)
+	}
+	p.open(300, 300)
+	if p.target != maxBatch {
+		t.Errorf("target = %d, want it capped at maxBatch %d", p.target, maxBatch)
+	}
+
+	p = newPacer()
+	p.took = 10 * time.Millisecond
+	now := time.Now()
+	p.open(0, 1)
+	for i := range 200 {
+		p.arrived(now.Add(time.Duration(i) * 30 * time.Microsecond))
+	}
+	if got, want := p.idle(), idleGaps*30*time.Microsecond; got < want*9/10 || got > want*11/10 {
+		t.Errorf("idle after arrivals 30µs apart = %v, want about %v", got, want)
+	}
+	p.took = 20 * time.Microsecond
+	if got := p.idle(); got != minIdle {
+		t.Errorf("idle with 20µs commits = %v, want minIdle %v (bounded by two commits, at least minIdle)", got, minIdle)
+	}
+	p.open(0, 1)
+	p.arrived(now.Add(time.Hour))
+	p.took = time.Second
+	if got := p.idle(); got > idleGaps*31*time.Microsecond {
+		t.Errorf("idle = %v after a new batch opened an hour later: the gap across batches counted", got)
 	}
 }

@@ -113,6 +113,11 @@ type config struct {
 	idleInTx  time.Duration // see WithIdleInTransactionTimeout; 0: none
 	hooks     Hooks
 	logger    *slog.Logger // see WithLogger; nil: slog.Default()
+
+	// flushDelay is added to every group-commit transaction before its
+	// COMMIT, holding the write lock, to model a disk whose flush is slow.
+	// Only this package's tests and benchmarks set it.
+	flushDelay time.Duration
 }
 
 // WithLockTimeout makes every write transaction of the Store on
