@@ -20,6 +20,9 @@
 #   ROUNDS=3 DURATION=6s       rounds per count and server, length of one run
 #   DB=sqlite                  sqlite, or postgres (on BENCH_POSTGRES_DSN or
 #                              PLANTSTORE_TEST_POSTGRES_DSN, emptied before each run)
+#   DB_DIR=dir                 where the SQLite files go (default: a new temporary
+#                              directory); DB_DIR=/dev/shm, whose flush is free,
+#                              shows the committer where the flush costs least
 #   SERVER_CPU=0 CLIENT_CPU=1  cores for the server and wrk
 #   EXTRA_ARGS="-log-level warn"  more arguments for the server
 #
@@ -41,13 +44,15 @@ export BENCH_TOKEN=${BENCH_TOKEN:-groupcommit-sweep}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lua="$repo/scripts/loopback-post.lua"
 tmp=$(mktemp -d)
+dbdir=$tmp/db
+[[ -n ${DB_DIR:-} ]] && dbdir=$(mktemp -d -p "$DB_DIR" -u groupcommit-sweep.XXXXXX)
 server_pid=""
 cleanup() {
 	if [[ -n $server_pid ]]; then
 		kill "$server_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 	fi
-	rm -rf "$tmp"
+	rm -rf "$tmp" "$dbdir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -93,8 +98,8 @@ run() {
 	local name=$1 conns=$2 out="$tmp/server.out" db maddr mport
 	: >"$out"
 	if [[ $DB == sqlite ]]; then
-		rm -rf "$tmp/db" && mkdir "$tmp/db"
-		db="$tmp/db/plants.db"
+		rm -rf "$dbdir" && mkdir "$dbdir"
+		db="$dbdir/plants.db"
 	else
 		psql -q "$BENCH_POSTGRES_DSN" -c 'TRUNCATE plants' 2>/dev/null || true
 		db=$BENCH_POSTGRES_DSN

@@ -32,22 +32,11 @@ import "time"
 // and changes nothing on a slow one, where the callers are all back
 // before the commit ends.
 type pacer struct {
-	target int           // Creates expected in the batch; 1..maxBatch
-	gap    time.Duration // moving average of the gap between two Creates' arrivals
-	took   time.Duration // how long the last batch took to commit
-	prev   time.Time     // the arrival of the last Create taken
+	target int // Creates expected in the batch; 1..maxBatch
 }
 
-// Bounds of the idle wait: minIdle keeps a timer's slack from reading as
-// the callers' pause; a wait of more than two commits' time for one more
-// Create saves less than it costs.
-const (
-	minIdle   = 50 * time.Microsecond
-	maxLinger = 2 * time.Millisecond
-)
-
-// idleGaps is how many usual gaps without an arrival end the wait.
-const idleGaps = 4
+// maxLinger bounds how long a batch stays open for more Creates.
+const maxLinger = 2 * time.Millisecond
 
 // newPacer returns a pacer that expects a lone caller.
 func newPacer() pacer { return pacer{target: 1} }
@@ -57,33 +46,16 @@ func newPacer() pacer { return pacer{target: 1} }
 // committed, so there are at least last+waiting callers.
 func (p *pacer) open(last, waiting int) {
 	p.target = max(p.target, min(last+waiting, maxBatch))
-	p.prev = time.Time{} // the gap from the last batch's Creates includes its commit
-}
-
-// arrived is told of each Create taken into the batch, in order.
-func (p *pacer) arrived(t time.Time) {
-	if !p.prev.IsZero() {
-		g := max(t.Sub(p.prev), 0)
-		p.gap += (g - p.gap) / 8
-	}
-	p.prev = t
-}
-
-// idle is how long to wait for the next Create before committing.
-func (p *pacer) idle() time.Duration {
-	return min(max(idleGaps*p.gap, minIdle), max(2*p.took, minIdle))
 }
 
 // full reports whether a batch of n Creates needs no more wait.
 func (p *pacer) full(n int) bool { return n >= min(p.target, maxBatch) }
 
-// closed is told that a batch of n Creates was closed, full or not, and
-// committed in took.
-func (p *pacer) closed(n int, full bool, took time.Duration) {
+// closed is told that a batch of n Creates was closed, full or not.
+func (p *pacer) closed(n int, full bool) {
 	if !full {
 		p.target = max(n, 1)
 	}
-	p.took = took
 }
 
 // commitLoop is the committer: it takes every waiting Create, waits for
@@ -109,9 +81,6 @@ func (s *Store) commitLoop() {
 			batch = s.fill(batch)
 		}
 		p.open(last, waiting)
-		for _, r := range batch {
-			p.arrived(r.arrived)
-		}
 		// Lingering must not leave a Create with less than the quarter
 		// of its time that commitBatch requires.
 		until := batch[0].arrived.Add(maxLinger)
@@ -128,33 +97,33 @@ func (s *Store) commitLoop() {
 		if s.cfg.hooks.Committed != nil {
 			s.cfg.hooks.Committed(len(batch), took)
 		}
-		p.closed(len(batch), full, took)
+		p.closed(len(batch), full)
 		last = len(batch)
 		clear(batch)
 		batch = batch[:0]
 	}
 }
 
-// linger adds Creates to batch until the pacer finds it full, until none
-// comes within the pacer's idle wait, until until, or until the Store
-// closes, and reports whether the batch ended full. t is a stopped timer
-// it may use, and leaves stopped.
+// linger adds Creates to batch until the pacer finds it full, until
+// until, or until the Store closes, and reports whether the batch ended
+// full. t is a stopped timer it may use, and leaves stopped.
 func (s *Store) linger(batch []*createReq, p *pacer, until time.Time, t *time.Timer) ([]*createReq, bool) {
+	if p.full(len(batch)) {
+		return batch, true
+	}
+	d := time.Until(until)
+	if d <= 0 {
+		return batch, false
+	}
+	t.Reset(d)
+	defer t.Stop()
 	for !p.full(len(batch)) {
-		d := min(p.idle(), time.Until(until))
-		if d <= 0 {
-			return batch, false
-		}
-		t.Reset(d)
 		select {
 		case r := <-s.reqs:
-			t.Stop()
-			p.arrived(r.arrived)
 			batch = append(batch, r)
 		case <-t.C:
 			return batch, false
 		case <-s.closed:
-			t.Stop()
 			return batch, false
 		}
 	}

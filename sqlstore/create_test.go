@@ -187,9 +187,8 @@ func appName(t *testing.T, dsn string) string {
 }
 
 // TestLinger checks that the committer's wait for more Creates ends as soon
-// as the batch holds what the pacer expects, when the Store closes, when
-// no Create comes within the idle wait, or at its bound, and keeps every
-// Create it took.
+// as the batch holds what the pacer expects, when the Store closes, or at
+// its bound, and keeps every Create it took.
 func TestLinger(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -204,8 +203,8 @@ func TestLinger(t *testing.T) {
 		{name: "reaches target", sent: 3, target: 4, until: time.Hour, wantFull: true, reason: "returns once 1+3 are in"},
 		{name: "capped by maxBatch", sent: maxBatch - 1, target: maxBatch + 10, until: time.Hour, wantFull: true, reason: "a full batch stops the wait"},
 		{name: "store closes", sent: 0, target: 4, until: time.Hour, close: true},
-		{name: "idle", sent: 0, target: 4, until: time.Hour, reason: "no Create within the idle wait"},
-		{name: "bound", sent: 0, target: 4, until: -time.Millisecond},
+		{name: "time is up", sent: 0, target: 4, until: 10 * time.Millisecond},
+		{name: "no time left", sent: 0, target: 4, until: -time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,12 +219,6 @@ func TestLinger(t *testing.T) {
 			}()
 			p := newPacer()
 			p.target = tt.target
-			// A long idle wait, so that a slow machine does not end it
-			// between two sends.
-			p.gap, p.took = time.Second, time.Second
-			if tt.name == "idle" {
-				p.gap, p.took = 0, 0
-			}
 			tm := time.NewTimer(time.Hour)
 			tm.Stop()
 			batch, full := s.linger([]*createReq{{arrived: time.Now()}}, &p, time.Now().Add(tt.until), tm)
@@ -241,9 +234,8 @@ func TestLinger(t *testing.T) {
 }
 
 // TestPacer checks how the committer's target follows its callers: it
-// rises by the Creates that came during a commit, falls to a batch the
-// idle wait closed, and the idle wait follows the gaps between arrivals
-// within its bounds.
+// rises by the Creates that came during a commit, stays at a full batch,
+// and falls to a batch that its bound closed.
 func TestPacer(t *testing.T) {
 	t.Parallel()
 	p := newPacer()
@@ -254,38 +246,24 @@ func TestPacer(t *testing.T) {
 	if p.target != 32 {
 		t.Errorf("target after a batch of 1 with 31 waiting = %d, want 32", p.target)
 	}
-	p.closed(32, true, 100*time.Microsecond)
+	if p.full(31) || !p.full(32) {
+		t.Errorf("full(31), full(32) = %v, %v with target 32, want false, true", p.full(31), p.full(32))
+	}
+	p.closed(32, true)
 	p.open(32, 0)
 	if p.target != 32 {
 		t.Errorf("target after a full batch of 32, none waiting = %d, want 32", p.target)
 	}
-	p.closed(30, false, 100*time.Microsecond) // two callers left: the idle wait closed it
+	p.closed(30, false) // two callers left: the bound closed it
 	if p.target != 30 {
-		t.Errorf("target after an idle close at 30 = %d, want 30", p.target)
+		t.Errorf("target after a batch of 30 closed by its bound = %d, want 30", p.target)
+	}
+	p.closed(0, false)
+	if p.target != 1 {
+		t.Errorf("target after an empty batch = %d, want 1", p.target)
 	}
 	p.open(300, 300)
 	if p.target != maxBatch {
 		t.Errorf("target = %d, want it capped at maxBatch %d", p.target, maxBatch)
-	}
-
-	p = newPacer()
-	p.took = 10 * time.Millisecond
-	now := time.Now()
-	p.open(0, 1)
-	for i := range 200 {
-		p.arrived(now.Add(time.Duration(i) * 30 * time.Microsecond))
-	}
-	if got, want := p.idle(), idleGaps*30*time.Microsecond; got < want*9/10 || got > want*11/10 {
-		t.Errorf("idle after arrivals 30µs apart = %v, want about %v", got, want)
-	}
-	p.took = 20 * time.Microsecond
-	if got := p.idle(); got != minIdle {
-		t.Errorf("idle with 20µs commits = %v, want minIdle %v (bounded by two commits, at least minIdle)", got, minIdle)
-	}
-	p.open(0, 1)
-	p.arrived(now.Add(time.Hour))
-	p.took = time.Second
-	if got := p.idle(); got > idleGaps*31*time.Microsecond {
-		t.Errorf("idle = %v after a new batch opened an hour later: the gap across batches counted", got)
 	}
 }
