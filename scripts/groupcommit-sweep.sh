@@ -95,7 +95,7 @@ ms() {
 
 # run NAME CONNS: one run; prints "creates/s per_commit commit_us p50_ms p99_ms non200".
 run() {
-	local name=$1 conns=$2 out="$tmp/server.out" db maddr mport
+	local name=$1 conns=$2 out="$tmp/server.out" db maddr
 	: >"$out"
 	if [[ $DB == sqlite ]]; then
 		rm -rf "$dbdir" && mkdir "$dbdir"
@@ -104,12 +104,19 @@ run() {
 		psql -q "$BENCH_POSTGRES_DSN" -c 'TRUNCATE plants' 2>/dev/null || true
 		db=$BENCH_POSTGRES_DSN
 	fi
-	mport=$(( 20000 + RANDOM % 20000 ))
-	maddr="127.0.0.1:$mport"
-	# shellcheck disable=SC2086 # EXTRA_ARGS is a list of words.
-	PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$tmp/plantstore-$name" -addr 127.0.0.1:0 \
-		-db "$db" -metrics-addr "$maddr" $EXTRA_ARGS >"$out" 2>"$tmp/server.err" &
-	server_pid=$!
+	# The metrics port is picked at random: try again when it is taken.
+	for try in 1 2 3 4 5; do
+		maddr="127.0.0.1:$(( 20000 + RANDOM % 20000 ))"
+		# shellcheck disable=SC2086 # EXTRA_ARGS is a list of words.
+		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$tmp/plantstore-$name" -addr 127.0.0.1:0 \
+			-db "$db" -metrics-addr "$maddr" $EXTRA_ARGS >"$out" 2>"$tmp/server.err" &
+		server_pid=$!
+		sleep 0.2
+		if kill -0 "$server_pid" 2>/dev/null || ! grep -q "address already in use" "$tmp/server.err"; then
+			break
+		fi
+		wait "$server_pid" 2>/dev/null || true
+	done
 	wait_listening "$name" "$out" "$tmp/server.err"
 	local murl="http://$maddr" n0 s0 d0 n1 s1 d1
 	n0=$(metric plantstore_storage_group_commit_batch_size_count "$murl")
