@@ -105,7 +105,7 @@ run() {
 		db=$BENCH_POSTGRES_DSN
 	fi
 	# The metrics port is picked at random: try again when it is taken.
-	for try in 1 2 3 4 5; do
+	for _ in 1 2 3 4 5; do
 		maddr="127.0.0.1:$(( 20000 + RANDOM % 20000 ))"
 		# shellcheck disable=SC2086 # EXTRA_ARGS is a list of words.
 		PLANTSTORE_TOKENS=$BENCH_TOKEN taskset -c "$SERVER_CPU" "$tmp/plantstore-$name" -addr 127.0.0.1:0 \
