@@ -12,26 +12,33 @@ import (
 // more until the batch holds as many as it expects callers (the target),
 // for at most maxLinger from the first Create's call, and never so long
 // that a Create would be left with less than the quarter of its timeout
-// that commitBatch requires. The target follows the callers, not the
-// commit's time: it rises to the last batch's size plus the Creates that
-// came while that batch committed (callers it did not hold), stays while
-// batches fill, and falls to the size of a batch that its bound closed
-// (the callers that came). So a fixed set of callers, such as an HTTP
-// server's connections, is committed in full batches, each closed the
-// moment its last caller is back; a lone caller never waits; a caller
-// that leaves costs one wait of maxLinger.
+// that commitBatch requires. A batch that reaches its target yields once
+// (see [Store.probe]) and takes the Creates that brought. The target
+// follows the callers, not the commit's time: it rises to the last
+// batch's size plus the Creates that came while that batch committed
+// (callers it did not count), stays while batches fill, and falls to the
+// size of a batch that its bound closed (the callers that came). So a
+// fixed set of callers, such as an HTTP server's connections, is
+// committed in full batches, each closed the moment its last caller is
+// back; a lone caller never waits; a caller that leaves costs one wait
+// of maxLinger.
 //
 // The committer it replaces waited for the last batch's size plus those
 // waiting, but no longer than twice the last commit's time. Where the
-// flush is cheap that is too short for the callers to come back: with
-// the binary on one core, 32 connections and a SQLite file on tmpfs
-// (21 µs commits), its batches held 1.1 Creates and it made 20,352
-// creates/s; this one holds 13.6 and makes 47,638 (scripts/groupcommit-
-// sweep.sh; the tables, with a disk's flush and a 1 ms one, are in
-// docs/storage.md#group-commit). Bounding the wait by the commit's time
-// made short batches shorter: a short batch commits quickly, which
-// shortens the next wait. Where the flush is slow the callers are back
-// before the commit ends, and both policies fill their batches.
+// flush is cheap that is too short for the callers to come back on the
+// core they share with the committer: short batches made quick commits,
+// quick commits shorter waits, and it settled at one or two Creates a
+// commit. With the binary on one core and a SQLite file whose flush is
+// free (tmpfs), over 8 to 512 connections, it held 1.1 to 1.6 Creates a
+// commit, where this one holds full batches at 8 and 32 connections and
+// makes up to 2.2 times the creates/s; with a disk's flush or one of
+// 1 ms, where the callers are back before the commit ends, both fill
+// their batches. A first version of this policy also closed a batch when
+// no Create had come for four times the usual gap between two: on one
+// core the callers' gaps are the other callers' work (answering,
+// parsing), so it closed batches at half their callers, and batches
+// alternated between halves. The figures and how to reproduce them are
+// in docs/storage.md, under "Group commit".
 type pacer struct {
 	target int // Creates expected in the batch; 1..maxBatch
 }
