@@ -19,7 +19,7 @@
 #   CONNS_LIST="8 32 128 512"  connection counts
 #   ROUNDS=3 DURATION=6s       rounds per count and server, length of one run
 #   DB=sqlite                  sqlite, or postgres (on BENCH_POSTGRES_DSN or
-#                              PLANTSTORE_TEST_POSTGRES_DSN, emptied before each run)
+#                              PLANTSTORE_TEST_POSTGRES_DSN, in a new schema each run)
 #   DB_DIR=dir                 where the SQLite files go (default: a new temporary
 #                              directory); DB_DIR=/dev/shm, whose flush is free,
 #                              shows the committer where the flush costs least
@@ -53,6 +53,11 @@ cleanup() {
 		wait "$server_pid" 2>/dev/null || true
 	fi
 	rm -rf "$tmp" "$dbdir"
+	if [[ $DB == postgres ]]; then
+		for name in base new; do
+			psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS groupcommit_sweep_${name}_$$ CASCADE" >/dev/null 2>&1 || true
+		done
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -66,7 +71,7 @@ case $DB in
 sqlite) ;;
 postgres)
 	[[ -n $BENCH_POSTGRES_DSN ]] || die "DB=postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
-	command -v psql >/dev/null || die "DB=postgres needs psql to empty the table between runs"
+	command -v psql >/dev/null || die "DB=postgres needs psql to make a schema for each run"
 	;;
 *) die "DB must be sqlite or postgres, not $DB" ;;
 esac
@@ -101,8 +106,11 @@ run() {
 		rm -rf "$dbdir" && mkdir "$dbdir"
 		db="$dbdir/plants.db"
 	else
-		psql -q "$BENCH_POSTGRES_DSN" -c 'TRUNCATE plants' 2>/dev/null || true
-		db=$BENCH_POSTGRES_DSN
+		# A new schema of this server's own each run: the builds may be at
+		# different schema versions.
+		local schema="groupcommit_sweep_${name}_$$"
+		psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $schema CASCADE" -c "CREATE SCHEMA $schema" >/dev/null
+		db="$BENCH_POSTGRES_DSN$( [[ $BENCH_POSTGRES_DSN == *\?* ]] && echo '&' || echo '?' )search_path=$schema"
 	fi
 	# The metrics port is picked at random: try again when it is taken.
 	for _ in 1 2 3 4 5; do
