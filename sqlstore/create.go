@@ -19,7 +19,6 @@ var errNoTimeLeft = fmt.Errorf("sqlstore: create plant: too little time left to 
 type createReq struct {
 	ctx      context.Context // the caller's, for the Batch hook
 	plant    plantstore.Plant
-	arrived  time.Time  // when Create was called
 	deadline time.Time  // by when the caller must have its answer
 	done     chan error // buffered: the committer never waits on a caller
 }
@@ -58,8 +57,7 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 		defer s.unlockWrites()
 		return s.insert(dctx, ctx, []*createReq{{plant: p}})[0]
 	}
-	now := time.Now()
-	r := &createReq{ctx: ctx, plant: p, arrived: now, deadline: now.Add(s.cfg.timeout), done: make(chan error, 1)}
+	r := &createReq{ctx: ctx, plant: p, deadline: time.Now().Add(s.cfg.timeout), done: make(chan error, 1)}
 	wait := time.NewTimer(s.cfg.timeout)
 	defer wait.Stop()
 	select {

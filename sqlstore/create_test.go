@@ -211,7 +211,7 @@ func TestLinger(t *testing.T) {
 			s := &Store{reqs: make(chan *createReq), closed: make(chan struct{})}
 			go func() {
 				for range tt.sent {
-					s.reqs <- &createReq{arrived: time.Now()}
+					s.reqs <- &createReq{}
 				}
 				if tt.close {
 					close(s.closed)
@@ -221,7 +221,7 @@ func TestLinger(t *testing.T) {
 			p.target = tt.target
 			tm := time.NewTimer(time.Hour)
 			tm.Stop()
-			batch, full := s.linger([]*createReq{{arrived: time.Now()}}, &p, time.Now().Add(tt.until), tm)
+			batch, full := s.linger([]*createReq{{}}, &p, time.Now().Add(tt.until), tm)
 			wantLen := min(tt.target, maxBatch, 1+tt.sent)
 			if diff := cmp.Diff(wantLen, len(batch)); diff != "" {
 				t.Errorf("len(linger(...)) (-want +got):\n%s\n%s", diff, tt.reason)
