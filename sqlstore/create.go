@@ -72,105 +72,9 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 	}
 }
 
-// commitLoop is the committer: it takes every waiting Create, up to
-// maxBatch, stores them in one transaction, answers each, and repeats.
-// When fewer Creates are waiting than its last batch held, it may wait a
-// little for more; see [Store.linger].
-func (s *Store) commitLoop() {
-	defer close(s.stopped)
-	batch := make([]*createReq, 0, maxBatch)
-	var last int           // the size of the previous batch
-	var took time.Duration // how long the previous batch took to commit
-	for {
-		// The Creates already waiting came while the last batch committed:
-		// they are others than the last batch's callers.
-		batch = s.fill(batch)
-		waiting := len(batch)
-		if waiting == 0 {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			case <-s.closed:
-				return
-			}
-			batch = s.fill(batch)
-		}
-		if want := last + waiting; len(batch) < want {
-			d := min(2*took, maxLinger)
-			// Lingering must not leave a Create with less than the
-			// quarter of its time that commitBatch requires.
-			for _, r := range batch {
-				d = min(d, time.Until(r.deadline.Add(-s.cfg.timeout/4)))
-			}
-			batch = s.linger(batch, want, d)
-		}
-		start := time.Now()
-		s.commitBatch(batch)
-		took = time.Since(start)
-		if s.cfg.hooks.Committed != nil {
-			s.cfg.hooks.Committed(len(batch), took)
-		}
-		last = len(batch)
-		clear(batch)
-		batch = batch[:0]
-	}
-}
-
-// maxLinger bounds how long the committer waits for more Creates.
-const maxLinger = 2 * time.Millisecond
-
 // maxPreparedBatch is the largest batch whose insert statement SQLite
 // connections keep prepared (see insertStmt).
 const maxPreparedBatch = 64
-
-// fill adds to batch every Create waiting, up to maxBatch in all.
-func (s *Store) fill(batch []*createReq) []*createReq {
-	for len(batch) < maxBatch {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
-}
-
-// linger adds Creates to batch until it holds want (or maxBatch) or d has
-// passed.
-//
-// A committer that commits whatever is waiting falls into alternating
-// batches under a steady load from a fixed number of callers, such as an
-// HTTP server's connections: while a batch of many commits, the few
-// callers left over queue up; they are committed alone while the many,
-// just answered, come back, and so on, so that each Create costs two
-// flushes' share where one would do. Over loopback on SQLite with 32
-// connections, half the batches held a single Create. Waiting for the
-// last batch's callers to come back merges the two batches. The wait is
-// bounded by twice the time the last batch took to commit, so that it
-// costs no more than the flushes it saves: waiting up to one commit's
-// time left batches short of the 32 (1.9 times the old rate over
-// loopback), twice or a flat 2 ms filled them (2.4 times). A lone caller
-// (last batch of one, none waiting) never waits. When callers do not come
-// back, as when each request comes from a new client, every batch waits
-// out its bound: up to two commits' time more per Create, in larger
-// batches.
-func (s *Store) linger(batch []*createReq, want int, d time.Duration) []*createReq {
-	want = min(want, maxBatch)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for len(batch) < want {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		case <-t.C:
-			return batch
-		case <-s.closed:
-			return batch
-		}
-	}
-	return batch
-}
 
 func (s *Store) commitBatch(batch []*createReq) {
 	// A Create that has spent most of its time waiting for its turn would
@@ -320,6 +224,9 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 		if _, err := tx.ExecContext(ctx, s.q.insertEvents(len(inserted)), args...); err != nil {
 			return nil, err
 		}
+	}
+	if s.cfg.flushDelay > 0 {
+		time.Sleep(s.cfg.flushDelay)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, commitError(err)

@@ -183,22 +183,24 @@ func appName(t *testing.T, dsn string) string {
 }
 
 // TestLinger checks that the committer's wait for more Creates ends as soon
-// as the batch holds what it waits for, when the Store closes, or when its
-// time is up, and keeps every Create it took.
+// as the batch holds what the pacer expects, when the Store closes, or at
+// its bound, and keeps every Create it took.
 func TestLinger(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		sent   int // Creates sent during the wait
-		want   int
-		d      time.Duration
-		close  bool
-		reason string
+		name     string
+		sent     int // Creates sent during the wait
+		target   int
+		until    time.Duration
+		close    bool
+		wantFull bool
+		reason   string
 	}{
-		{name: "reaches want", sent: 3, want: 4, d: time.Hour, reason: "returns once 1+3 are in, long before d"},
-		{name: "capped by maxBatch", sent: maxBatch - 1, want: maxBatch + 10, d: time.Hour, reason: "a full batch stops the wait"},
-		{name: "store closes", sent: 0, want: 4, d: time.Hour, close: true},
-		{name: "time is up", sent: 0, want: 4, d: 10 * time.Millisecond},
+		{name: "reaches target", sent: 3, target: 4, until: time.Hour, wantFull: true, reason: "returns once 1+3 are in"},
+		{name: "capped by maxBatch", sent: maxBatch - 1, target: maxBatch + 10, until: time.Hour, wantFull: true, reason: "a full batch stops the wait"},
+		{name: "store closes", sent: 0, target: 4, until: time.Hour, close: true},
+		{name: "time is up", sent: 0, target: 4, until: 10 * time.Millisecond},
+		{name: "no time left", sent: 0, target: 4, until: -time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,11 +213,53 @@ func TestLinger(t *testing.T) {
 					close(s.closed)
 				}
 			}()
-			batch := s.linger([]*createReq{{}}, tt.want, tt.d)
-			wantLen := min(tt.want, maxBatch, 1+tt.sent)
+			p := newPacer()
+			p.target = tt.target
+			tm := time.NewTimer(time.Hour)
+			tm.Stop()
+			batch, full := s.linger([]*createReq{{}}, &p, time.Now().Add(tt.until), tm)
+			wantLen := min(tt.target, maxBatch, 1+tt.sent)
 			if diff := cmp.Diff(wantLen, len(batch)); diff != "" {
 				t.Errorf("len(linger(...)) (-want +got):\n%s\n%s", diff, tt.reason)
 			}
+			if full != tt.wantFull {
+				t.Errorf("linger(...) full = %v, want %v", full, tt.wantFull)
+			}
 		})
+	}
+}
+
+// TestPacer checks how the committer's target follows its callers: it
+// rises by the Creates that came during a commit, stays at a full batch,
+// and falls to a batch that its bound closed.
+func TestPacer(t *testing.T) {
+	t.Parallel()
+	p := newPacer()
+	if !p.full(1) {
+		t.Errorf("a new pacer waits for more than one Create: target %d", p.target)
+	}
+	p.open(1, 31) // 31 came while a batch of 1 committed
+	if p.target != 32 {
+		t.Errorf("target after a batch of 1 with 31 waiting = %d, want 32", p.target)
+	}
+	if p.full(31) || !p.full(32) {
+		t.Errorf("full(31), full(32) = %v, %v with target 32, want false, true", p.full(31), p.full(32))
+	}
+	p.closed(32, true)
+	p.open(32, 0)
+	if p.target != 32 {
+		t.Errorf("target after a full batch of 32, none waiting = %d, want 32", p.target)
+	}
+	p.closed(30, false) // two callers left: the bound closed it
+	if p.target != 30 {
+		t.Errorf("target after a batch of 30 closed by its bound = %d, want 30", p.target)
+	}
+	p.closed(0, false)
+	if p.target != 1 {
+		t.Errorf("target after an empty batch = %d, want 1", p.target)
+	}
+	p.open(300, 300)
+	if p.target != maxBatch {
+		t.Errorf("target = %d, want it capped at maxBatch %d", p.target, maxBatch)
 	}
 }

@@ -30,8 +30,9 @@
 // By default concurrent Creates are batched: a committer goroutine takes
 // every Create that is waiting (up to 256) and stores them in one
 // transaction, so that many callers share one flush. Each caller still gets
-// its own result. The committer may wait up to 2 ms for the callers of its
-// last batch to come back rather than commit a few Creates alone.
+// its own result. The committer waits up to 2 ms for as many Creates as it
+// expects callers, a number it learns from its last batches; the policy and
+// its measurements are in docs/storage.md, under "Group commit".
 // [WithoutGroupCommit] makes each Create its own transaction.
 //
 // # Webhook outbox
@@ -117,6 +118,11 @@ type config struct {
 	idleInTx  time.Duration // see WithIdleInTransactionTimeout; 0: none
 	hooks     Hooks
 	logger    *slog.Logger // see WithLogger; nil: slog.Default()
+
+	// flushDelay is added to every insert transaction before its
+	// COMMIT, holding the write lock, to model a disk whose flush is slow.
+	// Only this package's tests and benchmarks set it.
+	flushDelay time.Duration
 }
 
 // WithLockTimeout makes every write transaction of the Store on

@@ -1,0 +1,92 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// withFlushDelay makes every insert transaction wait d before its COMMIT,
+// holding the write lock, as a disk whose flush takes d longer would.
+func withFlushDelay(d time.Duration) Option {
+	return func(c *config) { c.flushDelay = d }
+}
+
+// BenchmarkGroupCommitSweep measures the group commit as its callers grow
+// (8, 32, 128, 512) on the disk as it is (flush=disk) and on one whose
+// flush takes 1 ms more (flush=1ms), each caller spending 20 µs of CPU
+// between Creates as an HTTP server's connection does decoding and
+// answering a request. It reports creates/s, creates/commit and the
+// Creates' p50 and p99 in milliseconds. Run it with -cpu 1 to model a
+// server on one core, as the binary is measured:
+//
+//	go test ./sqlstore -run '^$' -bench GroupCommitSweep -cpu 1 -benchtime 3s
+//
+// scripts/groupcommit-sweep.sh measures the same over HTTP, and compares
+// two builds.
+func BenchmarkGroupCommitSweep(b *testing.B) {
+	for _, be := range backends {
+		for _, flush := range []time.Duration{0, time.Millisecond} {
+			for _, clients := range []int{8, 32, 128, 512} {
+				name := "disk"
+				if flush > 0 {
+					name = flush.String()
+				}
+				b.Run(fmt.Sprintf("%s/flush=%s/clients=%d", be.name, name, clients), func(b *testing.B) {
+					db, _ := be.newDB(b)
+					var commits, stored atomic.Int64
+					s := openStore(b, db, be.dialect, withFlushDelay(flush), WithHooks(Hooks{
+						Committed: func(n int, _ time.Duration) { commits.Add(1); stored.Add(int64(n)) },
+					}))
+					lat := sweepCreates(b, s, clients, 20*time.Microsecond)
+					if n := commits.Load(); n > 0 {
+						b.ReportMetric(float64(stored.Load())/float64(n), "creates/commit")
+					}
+					slices.Sort(lat)
+					b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
+					b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
+				})
+			}
+		}
+	}
+}
+
+// sweepCreates makes at least b.N Creates of distinct ids from clients
+// goroutines, each busy for work before each Create, reports the rate and
+// returns each Create's latency.
+func sweepCreates(b *testing.B, s *Store, clients int, work time.Duration) []time.Duration {
+	n := max(b.N, clients)
+	lat := make([]time.Duration, n)
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range clients {
+		wg.Go(func() {
+			for {
+				id := next.Add(1) - 1
+				if id >= int64(n) {
+					return
+				}
+				for start := time.Now(); time.Since(start) < work; {
+				}
+				start := time.Now()
+				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "bench"}); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[id] = time.Since(start)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "creates/s")
+	return lat
+}
