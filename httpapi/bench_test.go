@@ -224,6 +224,40 @@ func BenchmarkCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkMount creates a plant per op as BenchmarkCreate's
+// store=4k/log=off does, with the handler at the root (mount=none), and
+// under /api/ of a host's http.ServeMux, inside http.StripPrefix
+// (mount=strip) or with WithPrefix (mount=prefix).
+func BenchmarkMount(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		mux  func(*freshStores) http.Handler
+	}{
+		{"mount=none", func(f *freshStores) http.Handler { return f }},
+		{"mount=strip", func(f *freshStores) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("/api/", http.StripPrefix("/api", f))
+			return mux
+		}},
+		{"mount=prefix", func(f *freshStores) http.Handler {
+			f.opts = []httpapi.Option{httpapi.WithPrefix("/api")}
+			mux := http.NewServeMux()
+			mux.Handle("/api/", f)
+			return mux
+		}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			h := tt.mux(&freshStores{size: 1 << 12})
+			c := createCase(false)
+			if tt.name != "mount=none" {
+				c.target = "/api/plants"
+			}
+			checkBench(b, h, c, -1, http.StatusOK, 0)
+			serveBench(b, h, c, 0)
+		})
+	}
+}
+
 // BenchmarkError sends requests that fail, one kind per sub-benchmark.
 func BenchmarkError(b *testing.B) {
 	tooLarge := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`

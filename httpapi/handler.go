@@ -39,7 +39,8 @@ type handler struct {
 }
 
 // New returns an http.Handler serving ps as the Plant Store API. Mount it
-// at the root of a server, or under a prefix with [http.StripPrefix].
+// at the root of a server, or under a prefix given to [WithPrefix] (or,
+// at a little more cost a request, with [http.StripPrefix]).
 //
 // The handler fails closed: unless [WithAuthenticator], [WithTokens] or
 // [InsecureWithoutAuthentication] is given, it rejects every request that
@@ -57,6 +58,12 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 	h.logger = slog.New(idHandler{h.logger.Handler()})
 	h.ready = &readiness{ps: ps, timeout: h.readyTimeout, interval: h.readyInterval}
 	h.tooLarge = errBodyTooLarge(h.maxBody)
+	if h.prefix != "" && (h.prefix[0] != '/' || strings.ContainsAny(h.prefix, ":*")) {
+		panic("httpapi: WithPrefix(" + strconv.Quote(h.prefix) + "): a prefix begins with / and holds no : or *")
+	}
+	if h.baseURL == "" {
+		h.baseURL = h.prefix
+	}
 	h.document = withServerURL(openAPIDocument, h.baseURL)
 	h.documentLength = []string{strconv.Itoa(len(h.document))}
 	if h.auth == nil && !h.noAuth {
@@ -82,11 +89,11 @@ func New(ps *plantstore.PlantStore, opts ...Option) http.Handler {
 		if rt.token && !(rt.public != nil && rt.public(&h.config)) {
 			handle = h.authenticated(handle)
 		}
-		r.Handle(rt.method, rt.pattern, handle)
+		r.Handle(rt.method, h.prefix+rt.pattern, handle)
 		if rt.method == http.MethodGet {
 			// HEAD is served wherever GET is, by the same handle: net/http
 			// drops the body.
-			r.Handle(http.MethodHead, rt.pattern, handle)
+			r.Handle(http.MethodHead, h.prefix+rt.pattern, handle)
 		}
 	}
 	h.routes = r
@@ -148,7 +155,16 @@ func (h *handler) docs(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		h.writeError(w, r, errNotFoundPath)
 		return
 	}
-	h.docsHandler.ServeHTTP(&docsWriter{ResponseWriter: w, h: h, r: r}, r)
+	d := &docsWriter{ResponseWriter: w, h: h, r: r}
+	if h.prefix != "" {
+		// The docs handler serves /docs and /docs/NAME: give it the path
+		// without the prefix, as StripPrefix would.
+		u := *r.URL
+		u.Path = strings.TrimPrefix(u.Path, h.prefix)
+		r = r.WithContext(r.Context())
+		r.URL = &u
+	}
+	h.docsHandler.ServeHTTP(d, r)
 }
 
 // A docsWriter passes the docs handler's answer on, but for a 404, which
@@ -197,7 +213,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = escapedRoute(r)
 	}
 	if h.hooks.Routed != nil {
-		h.hooks.Routed(r.Context(), routeOf(r.URL.Path), r.Method)
+		h.hooks.Routed(r.Context(), h.routeOf(r.URL.Path), r.Method)
 	}
 	if h.accessLog != nil || h.hooks.Served != nil {
 		h.serveLogged(w, r)

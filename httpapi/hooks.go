@@ -169,6 +169,19 @@ var routeLabels, routePatterns, apiRoutes = func() (labels []string, patterns []
 // what [Served] and [Hooks.Routed] report for a request of that path.
 func RouteOf(path string) Route { return routeOf(path) }
 
+// routeOf returns the Route path, which begins with the handler's prefix,
+// matches.
+func (h *handler) routeOf(path string) Route {
+	if h.prefix != "" {
+		rest, ok := strings.CutPrefix(path, h.prefix)
+		if !ok {
+			return RouteOther
+		}
+		path = rest
+	}
+	return routeOf(path)
+}
+
 // routeOf returns the Route path matches.
 func routeOf(path string) Route {
 	for i := 1; i < len(routePatterns); i++ {
@@ -208,7 +221,7 @@ func matches(pattern []string, path string) bool {
 // clock for its end.
 func (h *handler) served(r *http.Request, rec *accessRecorder, start time.Time) {
 	s := Served{
-		Route:     routeOf(r.URL.Path),
+		Route:     h.routeOf(r.URL.Path),
 		Method:    r.Method,
 		Path:      r.URL.Path,
 		Status:    rec.status,

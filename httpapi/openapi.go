@@ -33,6 +33,28 @@ func WithBaseURL(url string) Option {
 	return func(c *config) { c.baseURL = url }
 }
 
+// WithPrefix makes the handler serve the API under prefix, such as "/api":
+// its routes become /api/plants, /api/openapi.json and so on, and every
+// other path, the unprefixed ones included, is answered with the Error
+// 404. A host mounts it in its own mux without [http.StripPrefix]:
+//
+//	mux.Handle("/api/", httpapi.New(plants, httpapi.WithPrefix("/api")))
+//
+// The router matches the prefixed paths itself, so the request is not
+// copied as StripPrefix copies it and its URL. The prefix is also the
+// server URL of the OpenAPI document unless [WithBaseURL] gives another.
+// The [Route] of a request, in [Served] and [Hooks.Routed] and so in
+// the access line's route, is the pattern without the prefix ("/plants");
+// the access line's path, and the path in the handler's logs, is the one
+// the client sent, prefix included. The pagination Link header is
+// relative to the request's path and needs no change. A trailing slash
+// of prefix is dropped; "" and "/" leave the handler at the root. New
+// panics on a prefix that does not begin with "/" or holds a ':' or '*',
+// which the router would read as a parameter.
+func WithPrefix(prefix string) Option {
+	return func(c *config) { c.prefix = strings.TrimRight(prefix, "/") }
+}
+
 // withServerURL returns doc with its top-level servers replaced by the
 // single server url, leaving every other byte as it is; for "" or "/" it
 // returns doc itself.

@@ -44,6 +44,8 @@ type config struct {
 	// readyTimeout and readyInterval bound GET /readyz; see ready.go.
 	readyTimeout  time.Duration
 	readyInterval time.Duration
+	// prefix begins every route's path; see WithPrefix.
+	prefix string
 }
 
 // WithAuthenticator makes the handler serve the requests a accepts, and

@@ -66,7 +66,7 @@ func main() {
 		os.Exit(1)
 	}
 	api := httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithBaseURL("/api"),
+		httpapi.WithPrefix("/api"),
 		httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(authenticate)),
 		httpapi.WithLogger(logger),
 		httpapi.WithMaxHeaderBytes(server.DefaultMaxHeaderBytes),
@@ -76,7 +76,9 @@ func main() {
 	// ServeMux panics on two patterns that both match a request, such as
 	// GET /api/plants, when neither is more specific than the other.
 	mux.HandleFunc("/", hostPages)
-	mux.Handle("/api/", http.StripPrefix("/api", api))
+	// WithPrefix: the API's router matches /api/... itself, so no
+	// StripPrefix copies each request.
+	mux.Handle("/api/", api)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
