@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"net/url"
@@ -310,47 +309,16 @@ func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
 	}
 }
 
-// postgresDatabase creates a database of its own on the test server,
-// dropped when the test ends, and returns its URL: PgBouncer passes no
-// search_path, so a test behind it cannot keep to a schema.
-func postgresDatabase(t *testing.T) *url.URL {
-	t.Helper()
-	base := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if base == "" {
-		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "plantstore_cmd_" + strings.ToLower(rand.Text()[:12])
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u
-}
-
 // TestLockTimeout holds a row lock on the id a create wants, from another
 // session, as a process stopped mid-transaction would: the binary's
 // create gives up after -db-lock-timeout, well before -db-timeout, with
 // error 503 and PostgreSQL's lock timeout in the log.
 func TestLockTimeout(t *testing.T) {
 	t.Parallel()
-	u := postgresDatabase(t)
-	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn", "-db-lock-timeout", "100ms"},
+	pg := testkit.PostgresDatabase(t)
+	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", pg, "-log-level", "warn", "-db-lock-timeout", "100ms"},
 		map[string]string{"PLANTSTORE_TOKENS": procToken})
-	checkLockTimeout(t, base, u.String(), stderr)
+	checkLockTimeout(t, base, pg, stderr)
 }
 
 // checkLockTimeout has another session insert plant 1000 and keep its
