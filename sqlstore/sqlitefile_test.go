@@ -266,13 +266,17 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 	}
 }
 
+// TestNewSQLiteFilesAreOwnerOnly opens a new file with OpenSQLite, as the
+// binary does, which prepares it with PrepareSQLiteFile: the database, its
+// WAL and its shared-memory file are readable by their owner only.
 func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
-	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
+	s, err := OpenSQLite(context.Background(), "sqlite", path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := openSQLiteStore(t, path)
+	defer s.Close()
 	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "x"}); err != nil {
 		t.Fatal(err)
 	}
