@@ -212,11 +212,23 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 		}
 	}
 
-	// The pauses are the scenario: the instance stays stopped for as long
-	// as a frozen VM would, whatever the others do meanwhile.
+	// The first pause comes once every instance is taking creates. The
+	// pauses, and the 3 s after each, are the scenario: the instance stays
+	// stopped for as long as a frozen VM would, whatever the others do
+	// meanwhile.
+	testkit.WaitUntil(t, 30*time.Second, "a create acknowledged by each instance", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		acked := map[int]bool{}
+		for _, a := range answers {
+			if a.code == 200 {
+				acked[a.instance] = true
+			}
+		}
+		return len(acked) == len(procs)
+	})
 	type window struct{ from, to time.Time }
 	var windows []window
-	time.Sleep(2 * time.Second)
 	for range pauses {
 		if err := stopped.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)

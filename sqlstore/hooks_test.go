@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,4 +200,197 @@ func canceledContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// TestHooksCompose gives a Store two sets of Hooks and one of nothing, and
+// checks that every event reaches both sets, the first set's first; that
+// the second Start goes on from the context the first returned, and the
+// operation and its batch go on with the second's; and that ends are
+// called in the reverse order, the second set's first.
+func TestHooksCompose(t *testing.T) {
+	t.Parallel()
+	db, _ := sqliteBackend.newDB(t)
+	type key struct{}
+	var mu sync.Mutex
+	var events []string
+	record := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, s)
+	}
+	set := func(name string) Hooks {
+		return Hooks{
+			Done:      func(op Op, _ time.Duration, k Outcome) { record(name + " done " + op.String() + " " + k.String()) },
+			Committed: func(n int, _ time.Duration) { record(name + " committed") },
+			Start: func(ctx context.Context, op Op) (context.Context, func(Outcome)) {
+				before, _ := ctx.Value(key{}).(string)
+				record(name + " start " + op.String() + " after " + before)
+				return context.WithValue(ctx, key{}, before+name), func(k Outcome) {
+					record(name + " end " + op.String() + " " + k.String())
+				}
+			},
+			Batch: func(joined []context.Context) func(Outcome) {
+				var seen []string
+				for _, ctx := range joined {
+					v, _ := ctx.Value(key{}).(string)
+					seen = append(seen, v)
+				}
+				record(name + " batch of " + strings.Join(seen, ","))
+				return func(k Outcome) { record(name + " batch end " + k.String()) }
+			},
+		}
+	}
+	s := openStore(t, db, SQLite, WithHooks(set("A")), WithHooks(Hooks{}), WithHooks(set("B")))
+	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Plant(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Committed is told on the committer's goroutine, after the Create is
+	// answered: the read may come before it.
+	testkit.WaitUntil(t, 10*time.Second, "Committed to be told of the Create", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(events, "B committed")
+	})
+	mu.Lock()
+	got := slices.Clone(events)
+	mu.Unlock()
+	// Each group's events, in the order they came: each group's are
+	// told on one goroutine, the caller's or the committer's.
+	group := func(words ...string) []string {
+		var g []string
+		for _, e := range got {
+			for _, w := range words {
+				if strings.Contains(e, w) {
+					g = append(g, e)
+					break
+				}
+			}
+		}
+		return g
+	}
+	want := map[string][]string{
+		"create": {"A start create after ", "B start create after A",
+			"A done create ok", "B done create ok", "B end create ok", "A end create ok"},
+		"batch":     {"A batch of AB", "B batch of AB", "B batch end ok", "A batch end ok"},
+		"read":      {"A start read after ", "B start read after A", "A done read ok", "B done read ok", "B end read ok", "A end read ok"},
+		"committed": {"A committed", "B committed"},
+	}
+	for name, words := range map[string][]string{"create": {"create"}, "batch": {"batch"}, "read": {"read"}, "committed": {"committed"}} {
+		if diff := cmp.Diff(want[name], group(words...)); diff != "" {
+			t.Errorf("%s's hook calls (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestHooksOneSetIsNotWrapped checks that a field only one set of Hooks
+// fills is called as it is: composing costs nothing when nothing is
+// composed.
+func TestHooksOneSetIsNotWrapped(t *testing.T) {
+	t.Parallel()
+	h := Hooks{Done: doneHook, Committed: committedHook}
+	j := Hooks{}.join(h).join(Hooks{Start: startHook, Batch: batchHook}).join(Hooks{})
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{{"Done", j.Done, doneHook}, {"Committed", j.Committed, committedHook}, {"Start", j.Start, startHook}, {"Batch", j.Batch, batchHook}} {
+		if reflect.ValueOf(f.got).Pointer() != reflect.ValueOf(f.want).Pointer() {
+			t.Errorf("%s is wrapped, want the one set's func itself", f.name)
+		}
+	}
+	if end := joinEnds(nil, nil); end != nil {
+		t.Error("joinEnds(nil, nil) is not nil: the Store would call an end for nothing")
+	}
+}
+
+func doneHook(Op, time.Duration, Outcome)                                  {}
+func committedHook(int, time.Duration)                                     {}
+func startHook(ctx context.Context, _ Op) (context.Context, func(Outcome)) { return ctx, nil }
+func batchHook([]context.Context) func(Outcome)                            { return nil }
+
+// ctxKey keys the value the Start hook of TestContextHooks puts in the
+// context it returns.
+type ctxKey struct{}
+
+// TestContextHooks checks Start and Batch: each operation goes on with the
+// context Start returned, its end is told its outcome once, and every
+// Create reaches a batch with that context, each in exactly one batch.
+func TestContextHooks(t *testing.T) {
+	t.Parallel()
+	db, _ := sqliteBackend.newDB(t)
+	var (
+		mu      sync.Mutex
+		ends    = map[string]int{} // "op/outcome" → end calls
+		joined  = map[int64]int{}  // plant id → batches its Create joined
+		batches []Outcome
+	)
+	s := openStore(t, db, SQLite, WithHooks(Hooks{
+		Start: func(ctx context.Context, op Op) (context.Context, func(Outcome)) {
+			id, _ := ctx.Value(ctxKey{}).(int64)
+			return context.WithValue(ctx, ctxKey{}, id+1000), func(k Outcome) {
+				mu.Lock()
+				defer mu.Unlock()
+				ends[op.String()+"/"+k.String()]++
+			}
+		},
+		Batch: func(ctxs []context.Context) func(Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, ctx := range ctxs {
+				id, _ := ctx.Value(ctxKey{}).(int64)
+				joined[id-1000]++ // only Start's context holds id+1000
+			}
+			return func(k Outcome) {
+				mu.Lock()
+				defer mu.Unlock()
+				batches = append(batches, k)
+			}
+		},
+	}))
+	const creates = 32
+	var wg sync.WaitGroup
+	for i := range int64(creates) {
+		wg.Go(func() {
+			ctx := context.WithValue(context.Background(), ctxKey{}, i)
+			if err := s.Create(ctx, plantstore.Plant{ID: i, Name: "x"}); err != nil {
+				t.Errorf("Create(%d) = %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	ctx := context.WithValue(context.Background(), ctxKey{}, int64(0))
+	if err := s.Create(ctx, plantstore.Plant{ID: 0, Name: "x"}); !errors.Is(err, plantstore.ErrConflict) {
+		t.Fatalf("Create of a taken id = %v, want ErrConflict", err)
+	}
+	if _, err := s.Plant(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"create/ok": creates + 1, "read/ok": 1, "delete/ok": 1}
+	if diff := cmp.Diff(want, ends); diff != "" {
+		t.Errorf("ends called (-want +got):\n%s", diff)
+	}
+	for i := int64(1); i < creates; i++ {
+		if joined[i] != 1 {
+			t.Errorf("Create(%d) joined %d batches with Start's context, want 1", i, joined[i])
+		}
+	}
+	if joined[0] != 1+1 { // the conflicting second Create of 0 joined one too
+		t.Errorf("the Creates of id 0 joined %d batches, want 2", joined[0])
+	}
+	if len(batches) < 2 || len(batches) > creates+1 {
+		t.Errorf("%d batches ended, want 2 to %d", len(batches), creates+1)
+	}
+	for _, k := range batches {
+		if k != OK {
+			t.Errorf("a batch ended %v, want ok (a conflict is not a failure)", k)
+		}
+	}
 }

@@ -266,13 +266,17 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 	}
 }
 
+// TestNewSQLiteFilesAreOwnerOnly opens a new file with OpenSQLite, as the
+// binary does, which prepares it with PrepareSQLiteFile: the database, its
+// WAL and its shared-memory file are readable by their owner only.
 func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
-	if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
+	s, err := OpenSQLite(context.Background(), "sqlite", path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := openSQLiteStore(t, path)
+	defer s.Close()
 	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,28 +310,28 @@ func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesReadOnlySQLite(t *testing.T) {
+// TestOpenRefusesReadOnly checks that Open refuses a database it may not
+// write with ErrReadOnly, and not as ErrUnavailable: a read-only database
+// does not get better by waiting.
+func TestOpenRefusesReadOnly(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "plants.db")
-	openSQLiteStore(t, path).Close()
-	// SQLite opens a file it may not write read-only without an error;
-	// mode=ro does the same for a process that may.
-	db := openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
-	s, err := Open(context.Background(), db, SQLite)
-	if !errors.Is(err, ErrReadOnly) {
-		t.Fatalf("Open of a read-only file = %v, %v, want ErrReadOnly", s, err)
-	}
-	if errors.Is(err, plantstore.ErrUnavailable) {
-		t.Errorf("Open = %v, which wraps ErrUnavailable: a read-only file does not get better by waiting", err)
-	}
-}
-
-func TestOpenRefusesReadOnlyPostgres(t *testing.T) {
-	t.Parallel()
-	_, dsn := newPostgresDB(t)
-	db := openDB(t, "pgx", withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
-	s, err := Open(context.Background(), db, Postgres)
-	if !errors.Is(err, ErrReadOnly) {
-		t.Fatalf("Open of a read-only session = %v, %v, want ErrReadOnly", s, err)
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			var db *sql.DB
+			if be.dialect == SQLite {
+				path := filepath.Join(t.TempDir(), "plants.db")
+				openSQLiteStore(t, path).Close()
+				// SQLite opens a file it may not write read-only without an
+				// error; mode=ro does the same for a process that may.
+				db = openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
+			} else {
+				_, dsn := be.newDB(t)
+				db = openDB(t, be.driver, withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
+			}
+			s, err := Open(context.Background(), db, be.dialect)
+			if !errors.Is(err, ErrReadOnly) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Fatalf("Open of a read-only database = %v, %v, want ErrReadOnly, not ErrUnavailable", s, err)
+			}
+		})
 	}
 }

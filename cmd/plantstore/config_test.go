@@ -168,22 +168,6 @@ func TestBadVariableIsNamed(t *testing.T) {
 	}
 }
 
-func TestRunListensOnPlantstoreAddr(t *testing.T) {
-	t.Parallel()
-	addr := testkit.FreeAddr(t)
-	url, _, _, stop := startRun(t, nil, map[string]string{
-		"PLANTSTORE_ADDR": addr, "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok"})
-	if url != "http://"+addr {
-		t.Errorf("listening on %s, want PLANTSTORE_ADDR's %s", url, addr)
-	}
-	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 200 {
-		t.Errorf("create = %d %s, want 200", status, body)
-	}
-	if err := stop(); err != nil {
-		t.Errorf("run = %v", err)
-	}
-}
-
 func TestRunFlagBeatsVariable(t *testing.T) {
 	t.Parallel()
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-max-body", "100"}, map[string]string{

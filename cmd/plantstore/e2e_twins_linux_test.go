@@ -195,10 +195,14 @@ func serveIn(t *testing.T, pid int, addr string, h http.Handler) {
 	t.Cleanup(func() { srv.Close() })
 }
 
-// unixSocketDSN returns the URL of database u through the PostgreSQL
+// unixSocketDSN returns the URL of database dsn through the PostgreSQL
 // Unix socket in pgSocketDir, or skips t when there is none.
-func unixSocketDSN(t *testing.T, u *url.URL) string {
+func unixSocketDSN(t *testing.T, dsn string) string {
 	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	port := u.Port()
 	if port == "" {
 		port = "5432"
@@ -233,9 +237,9 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 		addr    = "127.0.0.1:8080"
 		subAddr = "127.0.0.1:9000"
 	)
-	u := postgresDatabase(t)
-	dsn := unixSocketDSN(t, u)
-	db, err := sql.Open("pgx", u.String())
+	pg := testkit.PostgresDatabase(t)
+	dsn := unixSocketDSN(t, pg)
+	db, err := sql.Open("pgx", pg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,9 +357,9 @@ func testTwinRestart(t *testing.T, sameState bool) {
 		addr    = "127.0.0.1:8080"
 		subAddr = "127.0.0.1:9000"
 	)
-	u := postgresDatabase(t)
-	dsn := unixSocketDSN(t, u)
-	db, err := sql.Open("pgx", u.String())
+	pg := testkit.PostgresDatabase(t)
+	dsn := unixSocketDSN(t, pg)
+	db, err := sql.Open("pgx", pg)
 	if err != nil {
 		t.Fatal(err)
 	}

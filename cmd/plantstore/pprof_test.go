@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -34,9 +33,8 @@ func getCode(t *testing.T, url, token string) int {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var e struct{ Error int }
-	if json.Unmarshal(body, &e) == nil && e.Error != 0 {
-		return e.Error
+	if code := errorCode(body); code != 0 {
+		return code
 	}
 	return resp.StatusCode
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"net/url"
@@ -148,44 +147,33 @@ func nobodyDir(t *testing.T, perm os.FileMode) string {
 // TestPrepareSQLiteFileRefusesForeignFilesUnchanged.
 func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name  string
-		write func(t *testing.T, path string)
-	}{
-		{"SQLite with its own plants table", func(t *testing.T, path string) {
-			writeSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
-				`INSERT INTO plants VALUES (1, 'fern')`)
-		}},
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.db")
+	// SQLite with a plants table of its own.
+	writeSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
+		`INSERT INTO plants VALUES (1, 'fern')`)
+	before := dirtest.Snapshot(t, dir)
+
+	o := runBinary(t, false, "-db", path)
+	if o.listening || o.code != 1 {
+		t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "p.db")
-			tt.write(t, path)
-			before := dirtest.Snapshot(t, dir)
+	logged := startupFailure(t, o.stderr)
+	if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
+		t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
+	}
 
-			o := runBinary(t, false, "-db", path)
-			if o.listening || o.code != 1 {
-				t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
-			}
-			logged := startupFailure(t, o.stderr)
-			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-				t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
-			}
-
-			// The same run in-process, for the error's identity: the
-			// binary logs that error, word for word.
-			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
-			if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
-			}
-			if err != nil && logged != err.Error() {
-				t.Errorf("the binary logged %q, want run's error %q", logged, err)
-			}
-			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-				t.Errorf("files changed by a refused run (-want +got):\n%s", diff)
-			}
-		})
+	// The same run in-process, for the error's identity: the binary logs
+	// that error, word for word.
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
+	if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
+		t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
+	}
+	if err != nil && logged != err.Error() {
+		t.Errorf("the binary logged %q, want run's error %q", logged, err)
+	}
+	if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
+		t.Errorf("files changed by a refused run (-want +got):\n%s", diff)
 	}
 }
 
@@ -289,68 +277,16 @@ func TestStartsAsNobodyWhereItMayWrite(t *testing.T) {
 	}
 }
 
-func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "p.db")
-	url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path}, map[string]string{"PLANTSTORE_TOKENS": "tok"})
-	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 200 {
-		t.Fatalf("create = %d %s, want 200", status, body)
-	}
-	for _, f := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fi.Mode().Perm(); got != 0o600 {
-			t.Errorf("%s has mode %v, want -rw-------", f, got)
-		}
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// postgresDatabase creates a database of its own on the test server,
-// dropped when the test ends, and returns its URL: PgBouncer passes no
-// search_path, so a test behind it cannot keep to a schema.
-func postgresDatabase(t *testing.T) *url.URL {
-	t.Helper()
-	base := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if base == "" {
-		t.Skip("SKIPPING: PLANTSTORE_TEST_POSTGRES_DSN is not set; this test needs a real PostgreSQL server (see README)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "plantstore_cmd_" + strings.ToLower(rand.Text()[:12])
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u
-}
-
 // TestLockTimeout holds a row lock on the id a create wants, from another
 // session, as a process stopped mid-transaction would: the binary's
 // create gives up after -db-lock-timeout, well before -db-timeout, with
 // error 503 and PostgreSQL's lock timeout in the log.
 func TestLockTimeout(t *testing.T) {
 	t.Parallel()
-	u := postgresDatabase(t)
-	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-log-level", "warn", "-db-lock-timeout", "100ms"},
+	pg := testkit.PostgresDatabase(t)
+	base, _, stderr, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", pg, "-log-level", "warn", "-db-lock-timeout", "100ms"},
 		map[string]string{"PLANTSTORE_TOKENS": procToken})
-	checkLockTimeout(t, base, u.String(), stderr)
+	checkLockTimeout(t, base, pg, stderr)
 }
 
 // checkLockTimeout has another session insert plant 1000 and keep its
