@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,18 +29,6 @@ import (
 // Unix only, for the open-file limit.
 
 const hostileWait = 30 * time.Second
-
-// startServer starts the server in-process with args after -addr 127.0.0.1:0,
-// accepting the token create and listAll send, and returns its URL.
-func startServer(t *testing.T, args ...string) string {
-	t.Helper()
-	url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0"}, args...), map[string]string{"PLANTSTORE_TOKENS": procToken})
-	// Before the server stops, drop the client's idle connections: the
-	// transport may have dialed some it never used, and Shutdown waits
-	// a few seconds for those in case a request is on its way.
-	t.Cleanup(client.CloseIdleConnections)
-	return url
-}
 
 // dial opens a raw TCP connection to the server at url and closes it when
 // the test ends.
@@ -78,33 +65,6 @@ func watch(conn net.Conn) *connWatch {
 func (w *connWatch) closedByServer() bool {
 	<-w.done
 	return w.err == nil || errors.Is(w.err, syscall.ECONNRESET)
-}
-
-// errorCode returns the "error" member of an Error body, or 0.
-func errorCode(body []byte) int {
-	var e struct{ Error int }
-	json.Unmarshal(body, &e)
-	return e.Error
-}
-
-// get sends GET path with the test token and returns the status and body.
-func get(t *testing.T, url, path string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+procToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	return resp.StatusCode, body
 }
 
 // raiseFileLimit makes sure the process may hold need open files, raising
