@@ -237,13 +237,7 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 		addr    = "127.0.0.1:8080"
 		subAddr = "127.0.0.1:9000"
 	)
-	pg := testkit.PostgresDatabase(t)
-	dsn := unixSocketDSN(t, pg)
-	db, err := sql.Open("pgx", pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	dsn, db := twinDatabase(t)
 
 	sub := &holdingSubscriber{hold: 3 * time.Second, delivered: map[int64]int{}}
 	// Each with a state directory of its own, as each container has.
@@ -357,13 +351,7 @@ func testTwinRestart(t *testing.T, sameState bool) {
 		addr    = "127.0.0.1:8080"
 		subAddr = "127.0.0.1:9000"
 	)
-	pg := testkit.PostgresDatabase(t)
-	dsn := unixSocketDSN(t, pg)
-	db, err := sql.Open("pgx", pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	dsn, db := twinDatabase(t)
 
 	gate := make(chan struct{})
 	sub := &holdingSubscriber{gate: gate, delivered: map[int64]int{}}
@@ -431,4 +419,18 @@ func testTwinRestart(t *testing.T, sameState bool) {
 		t.Errorf("%d deliveries of %d plants (%d more than once), want %d deliveries, one of each plant\nrestarted:\n%s\nlive twin:\n%s",
 			delivered, plants, twice, n, restarted.Stderr, second.Stderr)
 	}
+}
+
+// twinDatabase makes a new PostgreSQL database for the twins and returns
+// its URL over PostgreSQL's Unix socket, which the twins reach from their
+// namespaces, and the test's own connection to it.
+func twinDatabase(t *testing.T) (dsn string, db *sql.DB) {
+	t.Helper()
+	pg := testkit.PostgresDatabase(t)
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return unixSocketDSN(t, pg), db
 }
