@@ -282,7 +282,7 @@ func TestPprofSecondsBeyondWriteDeadline(t *testing.T) {
 			t.Errorf("GET %s took %v, want an answer at once", path, d)
 		}
 	}
-	for _, path := range []string{"trace?seconds=0.1", "profile?seconds=1"} {
+	for _, path := range []string{"trace?seconds=0.1", "trace?seconds=x", "profile?seconds=1"} {
 		resp, err := http.Get(metrics + path)
 		if err != nil {
 			t.Fatal(err)
