@@ -38,11 +38,10 @@ import (
 // 3.7 Creates a commit, a p99 of 1.56 s at 512) and this one makes 1.27
 // and 3.0 times the creates/s (83 Creates a commit, a p99 of 36 ms). With
 // a flush 1 ms slower, both fill their batches. A first version of this
-// policy also closed a batch when
-// no Create had come for four times the usual gap between two: on one
-// core the callers' gaps are the other callers' work (answering,
-// parsing), so it closed batches at half their callers, and batches
-// alternated between halves. The figures and how to reproduce them are
+// policy also closed a batch when no Create had come for four times the
+// usual gap between two: on one core the callers' gaps are the other
+// callers' work (answering, parsing), so it closed batches at half their
+// callers, and batches alternated between halves. The figures and how to reproduce them are
 // in docs/storage.md, under "Group commit".
 type pacer struct {
 	target int // Creates expected in the batch; 1..maxBatch

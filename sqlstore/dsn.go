@@ -118,6 +118,8 @@ type keyword struct {
 // parseKeywords splits libpq's keyword/value form (keyword = value,
 // separated by spaces; a value in single quotes may hold spaces, and \
 // escapes the next character), or reports false when s is not in it.
+// pgconn.ParseConfig parses the same, but sqlstore links no driver, and
+// redacting must work for whichever the host registered.
 func parseKeywords(s string) ([]keyword, bool) {
 	var kws []keyword
 	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
