@@ -312,16 +312,7 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 		return strings.Contains(l2.String(), "other live runs share this instance's name")
 	})
 	close(release)
-	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
-	attempts, delivered, _ := rc.stats()
-	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
-		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
-	}
-	for _, l := range []*logs{l1, l2} {
-		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
-			t.Errorf("a live run's deliveries were taken back:\n%s", got)
-		}
-	}
+	checkTwinsDeliveredOnce(t, s, rc, n, l1, l2)
 }
 
 // TestOutageTakesNoLiveTwinsLeases cuts two live Dispatchers of one
@@ -378,16 +369,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 		return w1.takeBacks.Load() > before1 && w2.takeBacks.Load() > before2
 	})
 	close(release)
-	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, s) == 0 })
-	attempts, delivered, _ := rc.stats()
-	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
-		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
-	}
-	for _, l := range []*logs{l1, l2} {
-		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
-			t.Errorf("a live run's deliveries were taken back:\n%s", got)
-		}
-	}
+	checkTwinsDeliveredOnce(t, s, rc, n, l1, l2)
 }
 
 // TestRunLockRemovedAtCleanStop checks that a run holds its run lock
@@ -424,4 +406,22 @@ func newHoldingReceiver(t *testing.T) (*receiver, *atomic.Bool) {
 		return http.StatusNoContent
 	})
 	return rc, hold
+}
+
+// checkTwinsDeliveredOnce waits until the outbox o holds nothing
+// pending, then checks that rc got each of the n events once, in one
+// attempt, and that no twin's log says a live run's deliveries were
+// taken back.
+func checkTwinsDeliveredOnce(t *testing.T, o plantstore.Outbox, rc *receiver, n int, twins ...*logs) {
+	t.Helper()
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, o) == 0 })
+	attempts, delivered, _ := rc.stats()
+	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
+		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
+	}
+	for _, l := range twins {
+		if got := l.String(); strings.Contains(got, "took back the deliveries") || strings.Contains(got, "this run was taken for gone") {
+			t.Errorf("a live run's deliveries were taken back:\n%s", got)
+		}
+	}
 }

@@ -271,15 +271,7 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 
 	second := startInNamespace(t, host, bin, env(), args...)
 	serveIn(t, second.Cmd.Process.Pid, subAddr, sub)
-	testkit.WaitUntil(t, 2*time.Minute, "every event delivered and ended", func() bool {
-		events, deliveries := outboxRows(t, db)
-		return events == 0 && deliveries == 0
-	})
-	for _, p := range []*testkit.Process{first, second} {
-		if err := p.Stop(t); err != nil {
-			t.Errorf("instance exited with %v\n%s", err, p.Stderr)
-		}
-	}
+	stopWhenDelivered(t, db, first, second)
 
 	received, delivered, plants, twice := sub.counts()
 	t.Logf("%d events, two instances named %q on %s: %d requests received, %d deliveries, %d plants, %d delivered more than once",
@@ -400,15 +392,7 @@ func testTwinRestart(t *testing.T, sameState bool) {
 		return strings.Contains(restarted.Stderr.String(), took) || strings.Contains(second.Stderr.String(), took)
 	})
 	close(gate)
-	testkit.WaitUntil(t, 2*time.Minute, "every event delivered and ended", func() bool {
-		events, deliveries := outboxRows(t, db)
-		return events == 0 && deliveries == 0
-	})
-	for _, p := range []*testkit.Process{second, restarted} {
-		if err := p.Stop(t); err != nil {
-			t.Errorf("instance exited with %v\n%s", err, p.Stderr)
-		}
-	}
+	stopWhenDelivered(t, db, second, restarted)
 	received, delivered, plants, twice := sub.counts()
 	t.Logf("%d events, a twin restarted beside a live one: %d requests received, %d deliveries, %d plants, %d delivered more than once",
 		n, received, delivered, plants, twice)
@@ -433,4 +417,19 @@ func twinDatabase(t *testing.T) (dsn string, db *sql.DB) {
 	}
 	t.Cleanup(func() { db.Close() })
 	return unixSocketDSN(t, pg), db
+}
+
+// stopWhenDelivered waits until the outbox in db holds no event and no
+// delivery, every event delivered and ended, then stops the instances.
+func stopWhenDelivered(t *testing.T, db *sql.DB, instances ...*testkit.Process) {
+	t.Helper()
+	testkit.WaitUntil(t, 2*time.Minute, "every event delivered and ended", func() bool {
+		events, deliveries := outboxRows(t, db)
+		return events == 0 && deliveries == 0
+	})
+	for _, p := range instances {
+		if err := p.Stop(t); err != nil {
+			t.Errorf("instance exited with %v\n%s", err, p.Stderr)
+		}
+	}
 }
