@@ -23,6 +23,15 @@ import (
 // back; a lone caller never waits; a caller that leaves costs one wait
 // of maxLinger.
 //
+// Where the flusher flushes batches beside the committer (see
+// [flusher]), a batch is full at half the target (two lanes), and the
+// Creates taken beyond it wait for the next batch, which commits while
+// the last one is flushed: the other half of the callers has work
+// meanwhile. There the callers whose flush is still to come count
+// towards the target instead of the last batch, whose callers may be
+// back among those waiting, and there is no yield: the callers it would
+// bring are the next batch's.
+//
 // The committer it replaces waited for the last batch's size plus those
 // waiting, but no longer than twice the last commit's time. Where the
 // flush is cheap that is too short for the callers to come back on the
@@ -45,6 +54,20 @@ import (
 // in docs/storage.md, under "Group commit".
 type pacer struct {
 	target int // Creates expected in the batch; 1..maxBatch
+	lanes  int // batches the callers are split into: 1, or 2 while the flusher flushes beside
+
+	// The Creates that came while the batch lingered, and when the first
+	// came: the gaps between them are the callers' work, not waits.
+	arrivals int
+	first    time.Time
+}
+
+// arrive is told that a Create came while the batch lingered.
+func (p *pacer) arrive() {
+	if p.arrivals == 0 {
+		p.first = time.Now()
+	}
+	p.arrivals++
 }
 
 // maxLinger bounds how long a batch stays open for more Creates. Counted
@@ -54,17 +77,21 @@ type pacer struct {
 const maxLinger = 2 * time.Millisecond
 
 // newPacer returns a pacer that expects a lone caller.
-func newPacer() pacer { return pacer{target: 1} }
+func newPacer() pacer { return pacer{target: 1, lanes: 1} }
 
 // open is told that a batch opens with waiting Creates, after a batch of
 // last Creates (0 for the first batch): those waiting came while the last
 // committed, so there are at least last+waiting callers.
 func (p *pacer) open(last, waiting int) {
+	p.arrivals = 0
 	p.target = max(p.target, min(last+waiting, maxBatch))
 }
 
 // full reports whether a batch of n Creates needs no more wait.
-func (p *pacer) full(n int) bool { return n >= min(p.target, maxBatch) }
+func (p *pacer) full(n int) bool { return n >= p.size() }
+
+// size returns the Creates a batch is to hold: its share of the target.
+func (p *pacer) size() int { return (min(p.target, maxBatch) + p.lanes - 1) / p.lanes }
 
 // closed is told that a batch of n Creates was closed, full or not.
 func (p *pacer) closed(n int, full bool) {
@@ -78,12 +105,21 @@ func (p *pacer) closed(n int, full bool) {
 // and repeats.
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
+	if s.fl != nil {
+		go s.fl.run(s.cfg.hooks.Committed)
+		defer s.fl.close()
+	}
 	batch := make([]*createReq, 0, maxBatch)
 	p := newPacer()
+	// carry holds the Creates taken beyond a batch's size, for the next.
+	carry := make([]*createReq, 0, maxBatch)
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	last := 0
 	for {
+		batch = append(batch, carry...)
+		clear(carry)
+		carry = carry[:0]
 		batch = s.fill(batch)
 		waiting := len(batch)
 		if waiting == 0 {
@@ -95,7 +131,20 @@ func (s *Store) commitLoop() {
 			}
 			batch = s.fill(batch)
 		}
+		if p.lanes > 1 {
+			// The last batch's callers may be back among those waiting;
+			// those whose flush is still to come are not.
+			last = s.fl.unanswered()
+		}
 		p.open(last, waiting)
+		split, beside := false, false
+		if s.fl != nil {
+			split, beside = s.fl.split(p.target)
+		}
+		p.lanes = 1
+		if split {
+			p.lanes = 2
+		}
 		// Lingering must not leave a Create with less than the quarter
 		// of its time that commitBatch requires.
 		until := time.Now().Add(maxLinger)
@@ -106,13 +155,22 @@ func (s *Store) commitLoop() {
 		}
 		var full bool
 		batch, full = s.linger(batch, &p, until, t)
-		start := time.Now()
-		s.commitBatch(batch)
-		took := time.Since(start)
-		if s.cfg.hooks.Committed != nil {
-			s.cfg.hooks.Committed(len(batch), took)
+		if s.fl != nil && full && p.arrivals > 1 {
+			s.fl.arrived(time.Since(p.first), p.arrivals-1)
 		}
-		p.closed(len(batch), full)
+		if k := p.size(); p.lanes > 1 && len(batch) > k {
+			carry = append(carry, batch[k:]...)
+			clear(batch[k:])
+			batch = batch[:k]
+		}
+		s.commitBatch(batch, beside)
+		n := len(batch)
+		if s.fl != nil {
+			// Those of the batch, if it committed, and of any before it
+			// whose flush is still to come.
+			n = max(n, s.fl.unanswered())
+		}
+		p.closed(n, full)
 		last = len(batch)
 		clear(batch)
 		batch = batch[:0]
@@ -124,7 +182,7 @@ func (s *Store) commitLoop() {
 // full. t is a stopped timer it may use, and leaves stopped.
 func (s *Store) linger(batch []*createReq, p *pacer, until time.Time, t *time.Timer) ([]*createReq, bool) {
 	if p.full(len(batch)) {
-		return s.probe(batch), true
+		return s.probe(batch, p), true
 	}
 	d := time.Until(until)
 	if d <= 0 {
@@ -136,13 +194,14 @@ func (s *Store) linger(batch []*createReq, p *pacer, until time.Time, t *time.Ti
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			p.arrive()
 		case <-t.C:
 			return batch, false
 		case <-s.closed:
 			return batch, false
 		}
 	}
-	return s.probe(batch), true
+	return s.probe(batch, p), true
 }
 
 // probe lets the goroutines that are ready to run do so once, and adds to
@@ -151,7 +210,10 @@ func (s *Store) linger(batch []*createReq, p *pacer, until time.Time, t *time.Ti
 // otherwise, and where the committer shares a core with its callers and
 // the flush costs little, few come then: the target would stay wherever
 // it started. It costs a yield, and no timer.
-func (s *Store) probe(batch []*createReq) []*createReq {
+func (s *Store) probe(batch []*createReq, p *pacer) []*createReq {
+	if p.lanes > 1 {
+		return batch
+	}
 	runtime.Gosched()
 	return s.fill(batch)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -55,7 +56,8 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 			return failure(ctx, "create plant", err)
 		}
 		defer s.unlockWrites()
-		return s.insert(dctx, ctx, []*createReq{{plant: p}})[0]
+		errs, _ := s.insert(dctx, ctx, []*createReq{{plant: p}})
+		return errs[0]
 	}
 	r := &createReq{ctx: ctx, plant: p, deadline: time.Now().Add(s.cfg.timeout), done: make(chan error, 1)}
 	wait := time.NewTimer(s.cfg.timeout)
@@ -76,7 +78,10 @@ func (s *Store) Create(ctx context.Context, p plantstore.Plant) (err error) {
 // connections keep prepared (see insertStmt).
 const maxPreparedBatch = 64
 
-func (s *Store) commitBatch(batch []*createReq) {
+// commitBatch stores batch in one transaction and answers its Creates.
+// With a flusher, beside says whether the flusher flushes the commit and
+// answers them (see [flusher]), or commitBatch flushes it itself.
+func (s *Store) commitBatch(batch []*createReq, beside bool) {
 	// A Create that has spent most of its time waiting for its turn would
 	// cut the batch short for every other: it is answered now, having
 	// stored nothing, and the batch ends by the earliest deadline of the
@@ -99,10 +104,19 @@ func (s *Store) commitBatch(batch []*createReq) {
 		return
 	}
 	batch = kept
+	start := time.Now()
 	end := s.batchStarted(batch)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	var errs []error
+	var (
+		errs      []error
+		committed bool
+		seq       uint64
+	)
+	if s.fl != nil {
+		// Before COMMIT: a read that can see the batch waits for its flush.
+		seq = s.fl.begin()
+	}
 	if err := s.lockWrites(ctx); err != nil {
 		// The batch's own deadline passed: the database is unavailable.
 		err = failure(context.Background(), "create plant", err)
@@ -113,8 +127,31 @@ func (s *Store) commitBatch(batch []*createReq) {
 	} else {
 		// The batch's own deadline is not a caller's: when it passes, the
 		// database has not answered, which is unavailability.
-		errs = s.insert(ctx, context.Background(), batch)
+		errs, committed = s.insert(ctx, context.Background(), batch)
 		s.unlockWrites()
+	}
+	switch {
+	case s.fl != nil && beside:
+		j := flushJob{seq: seq}
+		if committed {
+			j = flushJob{seq: seq, reqs: slices.Clone(batch), errs: errs, end: end, start: start}
+		}
+		s.fl.add(j)
+		// Let the flusher start the flush now, not after every goroutine
+		// the next batch's first Creates make ready.
+		runtime.Gosched()
+		if committed {
+			return
+		}
+	case s.fl != nil:
+		if err := s.fl.flushNow(seq); err != nil && committed {
+			for i := range errs {
+				errs[i] = flushError(err)
+			}
+		}
+	}
+	if s.cfg.hooks.Committed != nil {
+		s.cfg.hooks.Committed(len(batch), time.Since(start))
 	}
 	if end != nil {
 		end(batchOutcome(errs))
@@ -129,8 +166,8 @@ func (s *Store) commitBatch(batch []*createReq) {
 // several with one id wins), or, when the transaction failed, the same
 // error for all: one wrapping ErrOutcomeUnknown when the commit was sent
 // but not answered. Any other failure is reported as the caller's when
-// callerCtx has ended.
-func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []error {
+// callerCtx has ended. It also reports whether the transaction committed.
+func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) ([]error, bool) {
 	errs := make([]error, len(reqs))
 
 	// Insert in ascending id order, so that concurrent transactions
@@ -154,14 +191,14 @@ func (s *Store) insert(ctx, callerCtx context.Context, reqs []*createReq) []erro
 		for i := range errs {
 			errs[i] = err
 		}
-		return errs
+		return errs, false
 	}
 	for _, i := range order {
 		if !inserted[reqs[i].plant.ID] {
 			errs[i] = plantstore.ErrConflict
 		}
 	}
-	return errs
+	return errs, true
 }
 
 // insertTx inserts the plants reqs[order[0]], reqs[order[1]], ..., whose
@@ -174,7 +211,12 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.begin(ctx)
+	var tx *sql.Tx
+	if s.fl != nil {
+		tx, err = s.fl.conn.BeginTx(ctx, nil)
+	} else {
+		tx, err = s.begin(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +267,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 			return nil, err
 		}
 	}
-	if s.cfg.flushDelay > 0 {
+	if s.cfg.flushDelay > 0 && s.fl == nil {
 		time.Sleep(s.cfg.flushDelay)
 	}
 	if err := tx.Commit(); err != nil {

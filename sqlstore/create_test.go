@@ -262,4 +262,13 @@ func TestPacer(t *testing.T) {
 	if p.target != maxBatch {
 		t.Errorf("target = %d, want it capped at maxBatch %d", p.target, maxBatch)
 	}
+
+	// With a flusher, a batch is half the callers: the other half runs
+	// while it is flushed.
+	p = newPacer()
+	p.lanes = 2
+	p.open(0, 33)
+	if p.size() != 17 || p.full(16) || !p.full(17) {
+		t.Errorf("two lanes, target 33: size %d, full(16) %v, full(17) %v; want 17, false, true", p.size(), p.full(16), p.full(17))
+	}
 }

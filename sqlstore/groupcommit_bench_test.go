@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,10 +13,26 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// withFlushDelay makes every insert transaction wait d before its COMMIT,
-// holding the write lock, as a disk whose flush takes d longer would.
+// withFlushDelay makes every flush of a group commit wait d first, as a
+// disk whose flush takes d longer would.
 func withFlushDelay(d time.Duration) Option {
 	return func(c *config) { c.flushDelay = d }
+}
+
+// withoutFlusher leaves the flush of group commits to SQLite, inside COMMIT.
+func withoutFlusher() Option {
+	return func(c *config) { c.noFlusher = true }
+}
+
+// withFlushBeside makes the committer hand every batch to the flusher,
+// however quick its flushes.
+func withFlushBeside() Option {
+	return func(c *config) { c.beside = true }
+}
+
+// withFlushFile makes the flusher flush the WAL file with f.
+func withFlushFile(f func(*os.File) error) Option {
+	return func(c *config) { c.flushFile = f }
 }
 
 // BenchmarkGroupCommitSweep measures the group commit as its callers grow

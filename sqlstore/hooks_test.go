@@ -63,7 +63,9 @@ func TestHooks(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			db, _ := be.newDB(t)
 			var rec recorder
-			s := openStore(t, db, be.dialect, WithOutbox(), WithHooks(rec.hooks()))
+			// The committer's own SQLite connection would outlive the
+			// db.Close below (see flusher), and Creates with it.
+			s := openStore(t, db, be.dialect, WithOutbox(), WithHooks(rec.hooks()), withoutFlusher())
 			ctx := context.Background()
 			mustBe := func(what string, err, wantErr error) {
 				t.Helper()

@@ -24,6 +24,12 @@
 // synchronous=FULL on every connection, which [SQLiteDSN] sets; on
 // PostgreSQL it needs fsync=on and synchronous_commit other than off. [Open]
 // checks these settings and fails with [ErrNotDurable] when they are weaker.
+// On Linux, the SQLite group committer holds one connection of its own,
+// which commits with synchronous=NORMAL, and flushes the WAL file itself
+// before it answers (beside the next batch where the flush is slow); the
+// other connections keep synchronous=FULL, and [Store.Plant] and
+// [Store.List] wait for that flush before they show a plant. That
+// connection outlives a Close of the *sql.DB, until [Store.Close].
 //
 // # Group commit
 //
@@ -31,8 +37,9 @@
 // every Create that is waiting (up to 256) and stores them in one
 // transaction, so that many callers share one flush. Each caller still gets
 // its own result. The committer waits up to 2 ms for as many Creates as it
-// expects callers, a number it learns from its last batches; the policy and
-// its measurements are in docs/storage.md, under "Group commit".
+// expects callers, a number it learns from its last batches, or for half
+// as many where its flush runs beside the next batch; the policy and its
+// measurements are in docs/storage.md, under "Group commit".
 // [WithoutGroupCommit] makes each Create its own transaction.
 //
 // # Webhook outbox
@@ -68,6 +75,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,10 +127,16 @@ type config struct {
 	hooks     Hooks
 	logger    *slog.Logger // see WithLogger; nil: slog.Default()
 
-	// flushDelay is added to every insert transaction before its
-	// COMMIT, holding the write lock, to model a disk whose flush is slow.
-	// Only this package's tests and benchmarks set it.
+	// flushDelay is added to every flush of a group commit (before the
+	// flusher's, or before COMMIT, holding the write lock, where SQLite
+	// flushes), to model a disk whose flush is slow; flushFile, when set,
+	// flushes the WAL file in the flusher's stead; beside hands every batch
+	// to the flusher; noFlusher leaves the flush to SQLite. Only this
+	// package's tests and benchmarks set them.
 	flushDelay time.Duration
+	flushFile  func(*os.File) error
+	noFlusher  bool
+	beside     bool // hand every batch to the flusher
 }
 
 // WithLockTimeout makes every write transaction of the Store on
@@ -220,6 +234,7 @@ type Store struct {
 	stmtMu      sync.Mutex
 	insertStmts map[int]*sql.Stmt
 
+	fl        *flusher          // on SQLite with group commit; see flusher
 	reqs      chan *createReq   // to the committer; unbuffered
 	joined    []context.Context // the committer's, for the Batch hook
 	closed    chan struct{}
@@ -281,6 +296,22 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 	if err := migrate(ctx, db, dialect, migrations); err != nil {
 		return nil, err
 	}
+	if s.cfg.group && dialect == SQLite && !s.cfg.noFlusher {
+		fl, err := openFlusher(ctx, db)
+		if err != nil {
+			return nil, failure(ctx, "prepare the committer", err)
+		}
+		if fl != nil {
+			fl.delay = s.cfg.flushDelay
+			fl.always = s.cfg.beside
+			if s.cfg.flushFile != nil {
+				wal := fl.wal
+				fl.datasync = func() error { return s.cfg.flushFile(wal) }
+				fl.plain = fl.datasync
+			}
+		}
+		s.fl = fl
+	}
 	if s.cfg.group {
 		go s.commitLoop()
 	} else {
@@ -341,6 +372,9 @@ func (s *Store) Plant(ctx context.Context, id int64) (_ plantstore.Plant, err er
 	if err != nil {
 		return plantstore.Plant{}, failure(ctx, "read plant", err)
 	}
+	if err := s.flushed(dctx); err != nil {
+		return plantstore.Plant{}, failure(ctx, "read plant", err)
+	}
 	return plantstore.Plant{ID: id, Name: name, Tag: tag.String, HasTag: tag.Valid}, nil
 }
 
@@ -369,6 +403,9 @@ func (s *Store) List(ctx context.Context, from int64, limit int) (_ []plantstore
 		plants = append(plants, p)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, failure(ctx, "list plants", err)
+	}
+	if err := s.flushed(dctx); err != nil {
 		return nil, failure(ctx, "list plants", err)
 	}
 	return plants, nil
@@ -410,6 +447,15 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		return failure(ctx, "delete plant", commitError(err))
 	}
 	return nil
+}
+
+// flushed returns once every Create committed so far is flushed (see
+// [flusher]), or ctx's error if it ends first.
+func (s *Store) flushed(ctx context.Context) error {
+	if s.fl == nil {
+		return nil
+	}
+	return s.fl.await(ctx)
 }
 
 // begin begins a transaction that writes, and on PostgreSQL sets its lock

@@ -222,7 +222,7 @@ func TestBatchOutcomes(t *testing.T) {
 			for _, tt := range tests {
 				reqs = append(reqs, &createReq{plant: tt.plant})
 			}
-			errs := s.insert(ctx, ctx, reqs)
+			errs, _ := s.insert(ctx, ctx, reqs)
 			for i, tt := range tests {
 				if !errors.Is(errs[i], tt.wantErr) || (tt.wantErr == nil && errs[i] != nil) {
 					t.Errorf("create %+v in a batch = %v, want %v (%s)", tt.plant, errs[i], tt.wantErr, tt.reason)
@@ -256,7 +256,8 @@ func TestBatchFailureIsUnavailableForAll(t *testing.T) {
 	db.Close()
 	ctx := context.Background()
 	reqs := []*createReq{{plant: plantstore.Plant{ID: 1}}, {plant: plantstore.Plant{ID: 2}}, {plant: plantstore.Plant{ID: 1}}}
-	for i, err := range s.insert(ctx, context.Background(), reqs) {
+	errs, _ := s.insert(ctx, context.Background(), reqs)
+	for i, err := range errs {
 		if !errors.Is(err, plantstore.ErrUnavailable) {
 			t.Errorf("create %d in a failed batch = %v, want ErrUnavailable", i, err)
 		}

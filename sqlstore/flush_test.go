@@ -1,0 +1,222 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// TestCreateAnsweredAfterFlush holds the flusher's flush of the WAL file
+// and checks that neither the Create nor a read of its plant is answered
+// before the flush ends.
+func TestCreateAnsweredAfterFlush(t *testing.T) {
+	t.Parallel()
+	for _, mode := range flushModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testCreateAnsweredAfterFlush(t, mode.opts...)
+		})
+	}
+}
+
+// flushModes are the committer's two ways to flush a batch.
+var flushModes = []struct {
+	name string
+	opts []Option
+}{
+	{"by the committer", nil},
+	{"beside", []Option{withFlushBeside()}},
+}
+
+func testCreateAnsweredAfterFlush(t *testing.T, opts ...Option) {
+	db, dsn := sqliteBackend.newDB(t)
+	flushing := make(chan *os.File, 1)
+	release := make(chan struct{})
+	s := openStore(t, db, SQLite, append(opts, withFlushFile(func(f *os.File) error {
+		select {
+		case flushing <- f:
+		default:
+		}
+		<-release
+		return nil
+	}))...)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the Store's Close, should the test fail
+	ctx := context.Background()
+	created := make(chan error, 1)
+	go func() { created <- s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}) }()
+	wal := <-flushing
+	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	want, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := wal.Stat(); err != nil || !os.SameFile(got, want) {
+		t.Fatalf("flushed %s (%v), want the database's WAL file", wal.Name(), err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := s.Plant(ctx, 1)
+		read <- err
+	}()
+	select {
+	case err := <-created:
+		t.Fatalf("Create answered %v before its flush ended", err)
+	case err := <-read:
+		t.Fatalf("Plant answered %v before the flush of its Create ended", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	unblock()
+	if err := <-created; err != nil {
+		t.Fatalf("Create = %v", err)
+	}
+	if err := <-read; err != nil {
+		t.Fatalf("Plant = %v", err)
+	}
+}
+
+// TestFailedFlushIsOutcomeUnknown checks that a Create whose batch
+// committed but whose flush failed is answered ErrOutcomeUnknown: its
+// plant is in the database, and may not survive a loss of power.
+func TestFailedFlushIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	for _, mode := range flushModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := sqliteBackend.newDB(t)
+			s := openStore(t, db, SQLite, append(mode.opts, withFlushFile(func(*os.File) error { return errors.New("EIO") }))...)
+			err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"})
+			if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
+				t.Fatalf("Create with a failed flush = %v, want ErrOutcomeUnknown", err)
+			}
+		})
+	}
+}
+
+// TestFlushBesideWithoutThread checks that on this machine the flusher
+// waits for its flushes without a thread (see aioDatasync), and that such
+// a flush makes a write readable from the file as fdatasync does.
+func TestFlushBesideWithoutThread(t *testing.T) {
+	if newDatasync == nil {
+		t.Skip("no flusher on this platform")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := newAIO(); err != nil {
+		t.Skipf("Linux AIO refused here (%v): the flusher uses fdatasync", err)
+	}
+	sync, _, release := newDatasync(f)
+	defer release()
+	for i := range 3 {
+		if _, err := f.WriteAt([]byte{byte(i)}, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sync(); err != nil {
+			t.Fatalf("flush %d = %v", i, err)
+		}
+	}
+	bad := &aio{}
+	if err := bad.fdatasync(-1); err == nil {
+		t.Error("AIO flush of no file = nil, want an error")
+	}
+}
+
+// TestCommitterConnectionLeavesWithTheStore checks that the committer's
+// connection, whose commits SQLite does not flush, is never one the pool
+// hands out: while the Store is open and after it is closed, every
+// connection of the pool flushes its commits.
+func TestCommitterConnectionLeavesWithTheStore(t *testing.T) {
+	t.Parallel()
+	db, _ := sqliteBackend.newDB(t)
+	ctx := context.Background()
+	check := func(when string) {
+		t.Helper()
+		// Every connection the pool holds, which db.Conn hands out
+		// before it opens any.
+		idle := db.Stats().Idle
+		conns := make([]interface{ Close() error }, 0, idle)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range idle {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			var sync int
+			if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+				t.Fatal(err)
+			}
+			if sync != 2 {
+				t.Fatalf("%s: a pool connection has synchronous=%d, want 2 (FULL)", when, sync)
+			}
+		}
+	}
+	s, err := Open(ctx, db, SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.fl == nil {
+		t.Skip("no flusher on this platform")
+	}
+	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
+		t.Fatal(err)
+	}
+	check("with the Store open")
+	s.Close()
+	check("after Close")
+}
+
+// TestBesideStoresEveryCreate sends many concurrent Creates, some of
+// them of one id, through batches split in two lanes and flushed beside
+// the committer, and checks each answer against what is stored.
+func TestBesideStoresEveryCreate(t *testing.T) {
+	t.Parallel()
+	db, _ := sqliteBackend.newDB(t)
+	s := openStore(t, db, SQLite, withFlushBeside())
+	ctx := context.Background()
+	const callers, each = 48, 20
+	var wg sync.WaitGroup
+	errs := make([]error, callers*each)
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				// Two callers share each id.
+				id := int64((c/2)*each + i)
+				errs[c*each+i] = s.Create(ctx, plantstore.Plant{ID: id, Name: "Fern"})
+			}
+		})
+	}
+	wg.Wait()
+	stored, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			stored++
+		case errors.Is(err, plantstore.ErrConflict):
+			conflicts++
+		default:
+			t.Fatalf("Create = %v", err)
+		}
+	}
+	got, err := s.List(ctx, 0, callers*each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := callers / 2 * each; stored != want || conflicts != want || len(got) != want {
+		t.Errorf("stored %d, conflicts %d, listed %d; want %d of each", stored, conflicts, len(got), want)
+	}
+}
