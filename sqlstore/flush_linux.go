@@ -50,18 +50,15 @@ func aioDatasync(f *os.File) (sync, plain func() error, release func()) {
 // An iocb is Linux's struct iocb (include/uapi/linux/aio_abi.h), in the
 // field order of a little-endian machine.
 type iocb struct {
-	data     uint64
-	key      uint32
-	rwFlags  uint32
-	opcode   uint16
-	reqprio  int16
-	fildes   uint32
-	buf      uint64
-	nbytes   uint64
-	offset   int64
-	reserved uint64
-	flags    uint32
-	resfd    uint32
+	_      uint64 // aio_data
+	_      uint32 // aio_key
+	_      uint32 // aio_rw_flags
+	opcode uint16
+	_      int16 // aio_reqprio
+	fildes uint32
+	_      [4]uint64 // aio_buf, aio_nbytes, aio_offset, aio_reserved2
+	flags  uint32
+	resfd  uint32
 }
 
 // An ioEvent is Linux's struct io_event.
