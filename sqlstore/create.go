@@ -113,9 +113,13 @@ func (s *Store) commitBatch(batch []*createReq, beside bool) {
 		committed bool
 		seq       uint64
 	)
-	if s.fl != nil {
+	fl := s.fl
+	if fl != nil && fl.lost {
+		fl = nil
+	}
+	if fl != nil {
 		// Before COMMIT: a read that can see the batch waits for its flush.
-		seq = s.fl.begin()
+		seq = fl.begin()
 	}
 	if err := s.lockWrites(ctx); err != nil {
 		// The batch's own deadline passed: the database is unavailable.
@@ -130,21 +134,25 @@ func (s *Store) commitBatch(batch []*createReq, beside bool) {
 		errs, committed = s.insert(ctx, context.Background(), batch)
 		s.unlockWrites()
 	}
+	if !committed && fl != nil {
+		// A batch that failed may have lost the committer's connection.
+		fl.gone(ctx)
+	}
 	switch {
-	case s.fl != nil && beside:
+	case fl != nil && beside:
 		j := flushJob{seq: seq}
 		if committed {
 			j = flushJob{seq: seq, reqs: slices.Clone(batch), errs: errs, end: end, start: start}
 		}
-		s.fl.add(j)
+		fl.add(j)
 		// Let the flusher start the flush now, not after every goroutine
 		// the next batch's first Creates make ready.
 		runtime.Gosched()
 		if committed {
 			return
 		}
-	case s.fl != nil:
-		if err := s.fl.flushNow(seq); err != nil && committed {
+	case fl != nil:
+		if err := fl.flushNow(seq); err != nil && committed {
 			for i := range errs {
 				errs[i] = flushError(err)
 			}
@@ -212,8 +220,12 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 		return nil, err
 	}
 	var tx *sql.Tx
-	if s.fl != nil {
+	if s.fl != nil && !s.fl.lost {
 		tx, err = s.fl.conn.BeginTx(ctx, nil)
+		if err != nil && s.fl.gone(ctx) {
+			// Nothing was sent: the batch commits on the pool instead.
+			tx, err = s.begin(ctx)
+		}
 	} else {
 		tx, err = s.begin(ctx)
 	}

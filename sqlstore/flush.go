@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,10 +57,13 @@ type flusher struct {
 	plain    func() error // flushes wal with fdatasync(2)
 	release  func()
 	delay    time.Duration // see config.flushDelay
-	always   bool          // see config.beside
+	logger   *slog.Logger
+	always   bool // see config.beside
 
-	// The committer's own: the flush time it measured, the time between
-	// two Creates' arrivals while a batch filled, and batches since.
+	// The committer's own: whether conn is lost (see lose), the flush
+	// time it measured, the time between two Creates' arrivals while a
+	// batch filled, and batches since.
+	lost    bool
 	took    time.Duration // moving average of flushNow's flushes
 	gap     time.Duration // moving average; see arrived
 	batches int
@@ -192,6 +197,9 @@ func syncDir(dir string) error {
 // split, the committer flushes the batch itself, to measure the flush.
 func (f *flusher) split(target int) (split, beside bool) {
 	f.batches++
+	if f.lost {
+		return false, false
+	}
 	if f.always {
 		return true, true
 	}
@@ -206,6 +214,23 @@ func (f *flusher) split(target int) (split, beside bool) {
 // over the cores.
 func (f *flusher) arrived(d time.Duration, n int) {
 	f.gap += (d/time.Duration(n) - f.gap) / 8
+}
+
+// gone reports whether the committer's connection is gone, as after a
+// driver.ErrBadConn, which a *sql.Conn answers with sql.ErrConnDone ever
+// after. The committer then commits on db's pool, whose connections
+// flush every commit (synchronous=FULL), for the rest of the Store's
+// life; the flusher still answers the batches it holds. Called by the
+// committer only.
+func (f *flusher) gone(ctx context.Context) bool {
+	if f.lost {
+		return true
+	}
+	if err := f.conn.PingContext(ctx); errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+		f.lost = true
+		f.logger.Warn("sqlstore: the group committer's SQLite connection is lost; each commit is now flushed by SQLite", "err", err)
+	}
+	return f.lost
 }
 
 // begin numbers a batch about to commit. Reads that end after it wait for

@@ -220,3 +220,37 @@ func TestBesideStoresEveryCreate(t *testing.T) {
 		t.Errorf("stored %d, conflicts %d, listed %d; want %d of each", stored, conflicts, len(got), want)
 	}
 }
+
+// TestCommitterConnectionLost closes the committer's own connection, as a
+// driver that answers driver.ErrBadConn would, and checks that Creates go
+// on, committed on the pool, whose connections flush every commit.
+func TestCommitterConnectionLost(t *testing.T) {
+	t.Parallel()
+	for _, mode := range flushModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := sqliteBackend.newDB(t)
+			s := openStore(t, db, SQLite, mode.opts...)
+			if s.fl == nil {
+				t.Skip("no flusher on this platform")
+			}
+			ctx := context.Background()
+			if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
+				t.Fatal(err)
+			}
+			discard(s.fl.conn)
+			for id := int64(2); id <= 3; id++ {
+				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "Ivy"}); err != nil {
+					t.Fatalf("Create %d after the committer's connection was lost = %v", id, err)
+				}
+			}
+			if !s.fl.lost {
+				t.Error("the committer did not notice its connection was lost")
+			}
+			got, err := s.List(ctx, 0, 10)
+			if err != nil || len(got) != 3 {
+				t.Fatalf("List = %v, %v; want 3 plants", got, err)
+			}
+		})
+	}
+}

@@ -70,6 +70,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -303,6 +304,7 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		}
 		if fl != nil {
 			fl.delay = s.cfg.flushDelay
+			fl.logger = cmp.Or(s.cfg.logger, slog.Default())
 			fl.always = s.cfg.beside
 			if s.cfg.flushFile != nil {
 				wal := fl.wal
