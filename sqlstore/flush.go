@@ -140,7 +140,6 @@ func discard(conn *sql.Conn) {
 
 func newFlusher(ctx context.Context, conn *sql.Conn) (*flusher, error) {
 	var path string
-	// Reading the schema also opens the WAL file, creating it if need be.
 	if err := conn.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		return nil, err
 	}
@@ -150,6 +149,7 @@ func newFlusher(ctx context.Context, conn *sql.Conn) (*flusher, error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		return nil, err
 	}
+	// Reading the schema opens the WAL file, creating it if need be.
 	var n int
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
 		return nil, err
@@ -246,15 +246,20 @@ func (f *flusher) begin() uint64 {
 // batch seq, and measures the flush.
 func (f *flusher) flushNow(seq uint64) error {
 	start := time.Now()
-	if f.delay > 0 {
-		time.Sleep(f.delay)
-	}
-	err := f.plain()
+	err := f.flush(f.plain)
 	f.took += (time.Since(start) - f.took) / 8
 	if err == nil {
 		f.advance(seq)
 	}
 	return err
+}
+
+// flush flushes the WAL with sync, after the delay a test may set.
+func (f *flusher) flush(sync func() error) error {
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
+	return sync()
 }
 
 // advance records that every batch up to seq is flushed.
@@ -310,10 +315,7 @@ func (f *flusher) run(committed func(n int, took time.Duration)) {
 		if len(jobs) == 0 {
 			continue
 		}
-		if f.delay > 0 {
-			time.Sleep(f.delay)
-		}
-		err := f.datasync()
+		err := f.flush(f.datasync)
 		now := time.Now()
 		f.mu.Lock()
 		for _, j := range jobs {
