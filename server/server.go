@@ -250,6 +250,11 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		return err
 	case <-ctx.Done():
 	}
+	if s.isClosed() {
+		// Close came first: its ErrServerClosed may still be on its way
+		// from api.Serve, and there is nothing left to drain.
+		return http.ErrServerClosed
+	}
 	s.logger.Info("shutting down: draining in-flight requests", "timeout", s.cfg.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 	defer cancel()
@@ -261,7 +266,18 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		api.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	if s.isClosed() {
+		// Close cut the drain short.
+		return http.ErrServerClosed
+	}
 	return nil
+}
+
+// isClosed reports whether Close has been called.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // metricsHandler returns what the metrics listener serves: the handler of
