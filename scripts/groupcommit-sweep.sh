@@ -109,7 +109,7 @@ run() {
 		# A new schema of this server's own each run: the builds may be at
 		# different schema versions.
 		local schema="groupcommit_sweep_${name}_$$"
-		psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $schema CASCADE" -c "CREATE SCHEMA $schema" >/dev/null
+		PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $schema CASCADE" -c "CREATE SCHEMA $schema" >/dev/null
 		db="$BENCH_POSTGRES_DSN$( [[ $BENCH_POSTGRES_DSN == *\?* ]] && echo '&' || echo '?' )search_path=$schema"
 	fi
 	# The metrics port is picked at random: try again when it is taken.

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,6 +85,27 @@ func commitError(err error) error {
 		return err
 	}
 	return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
+}
+
+// errNothingSent marks the failure of a one-statement batch that sent
+// nothing (see insertOne).
+var errNothingSent = errors.New("nothing sent")
+
+// statementError returns what err, the failure of a statement that is a
+// transaction of its own, means: as commitError, except that an error
+// from before anything was sent, which the driver marks, wraps
+// errNothingSent, and that the context's own error means the outcome is
+// unknown: pgx returns it when the context ended with the statement in
+// flight.
+func statementError(err error) error {
+	var retry interface{ SafeToRetry() bool }
+	if errors.Is(err, driver.ErrBadConn) || errors.As(err, &retry) && retry.SafeToRetry() {
+		return fmt.Errorf("%w: %w", errNothingSent, err)
+	}
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
+	}
+	return commitError(err)
 }
 
 // rolledBack reports whether err, returned by a Commit, means that the

@@ -3,8 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -179,18 +181,26 @@ func TestDatabaseOutage(t *testing.T) {
 }
 
 // TestCommitLostInFlight cuts the connection to PostgreSQL right after a
-// COMMIT has gone through to the server, before its answer comes back: the
+// COMMIT has gone through to the server, or the statement that is a
+// Create's transaction (see insertOne), before its answer comes back: the
 // Create or Delete must report that its outcome is unknown, never that
 // nothing was kept, and the store must serve again once the database is
-// reachable.
+// reachable. After the cut, Creates take three statements until one
+// commits.
 func TestCommitLostInFlight(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		opts []Option
+		// commit is in what the Create sends that commits it: its one
+		// statement's arguments (whose text a cached statement does not
+		// send again), or the COMMIT.
+		commit string
 	}{
-		{"group commit", []Option{WithOutbox()}},
-		{"single", []Option{WithoutGroupCommit()}},
+		{"group commit", []Option{WithOutbox()}, "in flight"},
+		{"single", []Option{WithoutGroupCommit()}, "commit"},
+		// A lock timeout set in each transaction, as through PgBouncer.
+		{"transactions", []Option{WithOutbox(), WithLockTimeout(2 * time.Second)}, "commit"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
@@ -209,14 +219,17 @@ func TestCommitLostInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cut := proxy.CutAfter([]byte("commit"))
+			cut := proxy.CutAfter([]byte(mode.commit))
 			err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
 			<-cut
 			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("Create whose COMMIT was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
+				t.Errorf("Create whose %q was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", mode.commit, err)
 			}
 			proxy.Restore()
 			t.Logf("create: %v; stored afterwards: %v", err, stored(1))
+			if mode.commit == "in flight" && !s.wary.Load() {
+				t.Errorf("after a Create's statement was cut, Creates still take one statement")
+			}
 
 			cut = proxy.CutAfter([]byte("commit"))
 			err = s.Delete(ctx, 2)
@@ -235,6 +248,9 @@ func TestCommitLostInFlight(t *testing.T) {
 			}
 			if err := s.Create(ctx, plantstore.Plant{ID: 3, Name: "after"}); err != nil {
 				t.Errorf("Create after the cut = %v, want nil", err)
+			}
+			if s.wary.Load() {
+				t.Errorf("after a Create committed, Creates still take three statements")
 			}
 		})
 	}
@@ -369,6 +385,47 @@ func TestTransientStates(t *testing.T) {
 		}
 		if got := errors.Is(failure(context.Background(), "create plant", err), plantstore.ErrUnavailable); got != tt.want {
 			t.Errorf("failure(SQLSTATE %s) wraps ErrUnavailable: %v, want %v", tt.state, got, tt.want)
+		}
+	}
+}
+
+// retryable is an error that says whether it came before anything was
+// sent, as pgx's do.
+type retryable bool
+
+func (r retryable) Error() string     { return "retryable" }
+func (r retryable) SafeToRetry() bool { return bool(r) }
+
+// TestStatementOutcome checks what the failure of a Create's one
+// statement on PostgreSQL means: nothing kept when nothing was sent or the
+// server rolled it back, unknown otherwise, as for a COMMIT.
+func TestStatementOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error // ErrUnavailable, ErrOutcomeUnknown, or nil: neither
+		// unsent: the driver says nothing was sent, so the Store need
+		// not become wary.
+		unsent bool
+	}{
+		{"bad connection", driver.ErrBadConn, plantstore.ErrUnavailable, true},
+		{"safe to retry", fmt.Errorf("query: %w", retryable(true)), plantstore.ErrUnavailable, true},
+		{"unsafe to retry", fmt.Errorf("query: %w", retryable(false)), plantstore.ErrOutcomeUnknown, false},
+		{"lost answer", io.ErrUnexpectedEOF, plantstore.ErrOutcomeUnknown, false},
+		{"deadline in flight", fmt.Errorf("timeout: %w", context.DeadlineExceeded), plantstore.ErrOutcomeUnknown, false},
+		{"cancelled in flight", context.Canceled, plantstore.ErrOutcomeUnknown, false},
+		{"read-only", &pgconn.PgError{Code: "25006"}, plantstore.ErrUnavailable, false},
+		{"shutdown", &pgconn.PgError{Code: "57P01"}, plantstore.ErrOutcomeUnknown, false},
+		{"undefined table", &pgconn.PgError{Code: "42P01"}, nil, false},
+	} {
+		err := failure(context.Background(), "create plant", statementError(tt.err))
+		unavailable, unknown := errors.Is(err, plantstore.ErrUnavailable), errors.Is(err, plantstore.ErrOutcomeUnknown)
+		if unavailable != (tt.want == plantstore.ErrUnavailable) || unknown != (tt.want == plantstore.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+		if unsent := errors.Is(statementError(tt.err), errNothingSent); unsent != tt.unsent {
+			t.Errorf("%s: nothing sent: %v, want %v", tt.name, unsent, tt.unsent)
 		}
 	}
 }

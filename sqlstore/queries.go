@@ -77,6 +77,19 @@ func (q queries) insertPlants(rows int) string {
 	return b.String()
 }
 
+// insertPlantsAndEvents returns, on PostgreSQL, the statement that
+// inserts rows plants as insertPlants does, and an event for each plant
+// it inserted, created at $(3·rows+1), in the order of their ids.
+func (q queries) insertPlantsAndEvents(rows int) string {
+	var b strings.Builder
+	b.WriteString(`WITH p AS (INSERT INTO plants (id, name, tag) VALUES `)
+	q.values(&b, rows, 3)
+	b.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id, name, tag), e AS (INSERT INTO events (plant_id, name, tag, created_us) SELECT id, name, tag, `)
+	b.WriteString(q.param(3*rows + 1))
+	b.WriteString(` FROM p ORDER BY id) SELECT id FROM p`)
+	return b.String()
+}
+
 // insertEvents returns the statement that inserts rows events.
 func (q queries) insertEvents(rows int) string {
 	var b strings.Builder

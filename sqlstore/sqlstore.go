@@ -40,7 +40,11 @@
 // expects callers, a number it learns from its last batches, or for half
 // as many where its flush runs beside the next batch; the policy and its
 // measurements are in docs/storage.md, under "Group commit".
-// [WithoutGroupCommit] makes each Create its own transaction.
+// [WithoutGroupCommit] makes each Create its own transaction. On
+// PostgreSQL, a batch and its events are one statement that is its own
+// transaction: one round trip, not three; where the lock timeout is set
+// in each transaction ([WithLockTimeout] through a pooler), and without
+// group commit, a Create takes BEGIN, the statements and COMMIT.
 //
 // # Webhook outbox
 //
@@ -62,7 +66,8 @@
 // [plantstore.ErrNotFound]. When the database cannot be reached or fails
 // before answering, the error wraps [plantstore.ErrUnavailable] and nothing
 // of the call is kept. When the connection is lost, or a deadline passes,
-// after a COMMIT was sent and before its answer came, the outcome is unknown
+// after a COMMIT (or a Create's one statement) was sent and before its
+// answer came, the outcome is unknown
 // to any database client: a Create or Delete then returns an error wrapping
 // [plantstore.ErrOutcomeUnknown], never ErrUnavailable (a retried Create may
 // report ErrConflict). When the caller's context ends first, the error
@@ -150,7 +155,9 @@ type config struct {
 // connect time. Where the connection is the session's own, setting
 // lock_timeout when connecting (pgx: a lock_timeout parameter in the URL)
 // costs nothing per transaction: [OpenPostgres] does so with d, and sets
-// it per transaction only where the connection refuses that. A d of zero
+// it per transaction only where the connection refuses that. Set in each
+// transaction, it makes a Create's batch three statements where it would
+// be one (see [Store.Create]). A d of zero
 // or less, the default, sets nothing. SQLite waits for its file lock
 // by the DSN's busy timeout instead.
 func WithLockTimeout(d time.Duration) Option {
@@ -224,6 +231,11 @@ type Store struct {
 	writeSem chan struct{}
 
 	dropped atomic.Uint64 // outbox events dropped undelivered; see WithOutboxMaxPending
+
+	// wary is set after a one-statement batch on PostgreSQL fails with
+	// its outcome in doubt, and cleared when a batch commits: until then
+	// batches take three statements again (see insertOne).
+	wary atomic.Bool
 
 	probeID int64       // this Store's row of write_probe; see ProbeWrite
 	probed  atomic.Bool // whether ProbeWrite may have written it
