@@ -291,8 +291,8 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	if s.cfg.flushDelay > 0 && s.fl == nil {
 		time.Sleep(s.cfg.flushDelay)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, commitError(err)
+	if err := commit(ctx, tx); err != nil {
+		return nil, err
 	}
 	s.wary.Store(false)
 	return inserted, nil

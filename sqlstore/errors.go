@@ -108,13 +108,35 @@ func statementError(err error) error {
 	return commitError(err)
 }
 
+// commit commits tx, begun with ctx, and returns nil or what its failure
+// means (see commitError). A context that has ended before the COMMIT is
+// sent leaves the transaction uncommitted, and its error is returned as
+// it is. One that ends after that check is returned wrapping
+// ErrOutcomeUnknown: database/sql returns the context's error itself when
+// it finds the context ended before sending the COMMIT, and so does pgx
+// when the context ends with the COMMIT in flight.
+func commit(ctx context.Context, tx *sql.Tx) error {
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	err := tx.Commit()
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
+	}
+	if err != nil {
+		return commitError(err)
+	}
+	return nil
+}
+
 // rolledBack reports whether err, returned by a Commit, means that the
 // transaction did not commit.
 func rolledBack(err error) bool {
-	// database/sql checks the context before it sends the COMMIT, and then
-	// returns the context's error itself, not wrapped; after a rollback it
-	// returns ErrTxDone.
-	if err == context.Canceled || err == context.DeadlineExceeded || errors.Is(err, sql.ErrTxDone) {
+	// After a rollback (database/sql's own, when the transaction's context
+	// ended) database/sql returns ErrTxDone. The context's own error is
+	// judged by commit.
+	if errors.Is(err, sql.ErrTxDone) {
 		return true
 	}
 	// pgx's SafeToRetry is not asked: it answers true for "conn closed"

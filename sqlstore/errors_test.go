@@ -207,8 +207,19 @@ func TestCommitLostInFlight(t *testing.T) {
 			direct, proxy, dsn := behindProxy(t)
 			s := openStore(t, openDB(t, "pgx", dsn), Postgres, mode.opts...)
 			ctx := context.Background()
+			// stored waits for the sessions of the Store to have no
+			// statement running, as the one whose connection was cut may
+			// still, then says whether id is stored.
+			app := appName(t, dsn)
 			stored := func(id int64) bool {
 				t.Helper()
+				testkit.WaitUntil(t, 10*time.Second, "the cut statement to end", func() bool {
+					var n int
+					if err := direct.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid()`, app).Scan(&n); err != nil {
+						t.Fatal(err)
+					}
+					return n == 0
+				})
 				var n int
 				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {
 					t.Fatal(err)
@@ -427,5 +438,40 @@ func TestStatementOutcome(t *testing.T) {
 		if unsent := errors.Is(statementError(tt.err), errNothingSent); unsent != tt.unsent {
 			t.Errorf("%s: nothing sent: %v, want %v", tt.name, unsent, tt.unsent)
 		}
+	}
+}
+
+// TestCommitCancelledInFlight cancels a Create's and a Delete's context
+// while their COMMIT is at the server and its answer held back: the call
+// must not say that nothing was kept, for the COMMIT went through.
+func TestCommitCancelledInFlight(t *testing.T) {
+	t.Parallel()
+	direct, proxy, dsn := behindProxy(t)
+	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithoutGroupCommit())
+	if err := s.Create(context.Background(), plantstore.Plant{ID: 2, Name: "to delete"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"Create", func(ctx context.Context) error { return s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"}) }},
+		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, 2) }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		stalled := proxy.StallAfter([]byte("commit"))
+		done := make(chan error, 1)
+		go func() { done <- tt.call(ctx) }()
+		<-stalled
+		var n int
+		if err := direct.QueryRow(`SELECT count(*) FROM plants`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		err := <-done
+		if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
+			t.Errorf("%s cancelled with its COMMIT in flight = %v, want ErrOutcomeUnknown (%d plants stored)", tt.name, err, n)
+		}
+		proxy.Resume()
 	}
 }

@@ -355,10 +355,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(context.Context, *sql.Tx) e
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return commitError(err)
-	}
-	return nil
+	return commit(ctx, tx)
 }
 
 func int64Args(vs []int64) []any {

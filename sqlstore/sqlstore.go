@@ -457,8 +457,8 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 	if n == 0 {
 		return plantstore.ErrNotFound
 	}
-	if err := tx.Commit(); err != nil {
-		return failure(ctx, "delete plant", commitError(err))
+	if err := commit(dctx, tx); err != nil {
+		return failure(ctx, "delete plant", err)
 	}
 	return nil
 }
