@@ -86,7 +86,7 @@ func (q queries) insertPlantsAndEvents(rows int) string {
 	q.values(&b, rows, 3)
 	b.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id, name, tag), e AS (INSERT INTO events (plant_id, name, tag, created_us) SELECT id, name, tag, `)
 	b.WriteString(q.param(3*rows + 1))
-	b.WriteString(` FROM p ORDER BY id) SELECT id FROM p`)
+	b.WriteString(`::bigint FROM p ORDER BY id) SELECT id FROM p`)
 	return b.String()
 }
 
