@@ -65,13 +65,13 @@
 // A taken id is an error wrapping [plantstore.ErrConflict], a missing one
 // [plantstore.ErrNotFound]. When the database cannot be reached or fails
 // before answering, the error wraps [plantstore.ErrUnavailable] and nothing
-// of the call is kept. When the connection is lost, or a deadline passes,
-// after a COMMIT (or a Create's one statement) was sent and before its
-// answer came, the outcome is unknown
-// to any database client: a Create or Delete then returns an error wrapping
-// [plantstore.ErrOutcomeUnknown], never ErrUnavailable (a retried Create may
-// report ErrConflict). When the caller's context ends first, the error
-// wraps the context's error.
+// of the call is kept. When the connection is lost, a deadline passes or
+// the caller's context ends after a COMMIT (or a batch's one statement)
+// was sent and before its answer came, the outcome is unknown to any
+// database client: a Create or Delete then returns an error wrapping
+// [plantstore.ErrOutcomeUnknown], never ErrUnavailable (a retried Create
+// may report ErrConflict). When the caller's context ends first, the
+// error wraps the context's error.
 package sqlstore
 
 import (
@@ -156,9 +156,9 @@ type config struct {
 // lock_timeout when connecting (pgx: a lock_timeout parameter in the URL)
 // costs nothing per transaction: [OpenPostgres] does so with d, and sets
 // it per transaction only where the connection refuses that. Set in each
-// transaction, it makes a Create's batch three statements where it would
-// be one (see [Store.Create]). A d of zero
-// or less, the default, sets nothing. SQLite waits for its file lock
+// transaction, it makes a batch of Creates three statements where it
+// would be one (see the package documentation, "Group commit"). A d of
+// zero or less, the default, sets nothing. SQLite waits for its file lock
 // by the DSN's busy timeout instead.
 func WithLockTimeout(d time.Duration) Option {
 	return func(c *config) { c.lockWait = max(d, 0) }
@@ -232,8 +232,8 @@ type Store struct {
 
 	dropped atomic.Uint64 // outbox events dropped undelivered; see WithOutboxMaxPending
 
-	// wary is set after a one-statement batch on PostgreSQL fails with
-	// its outcome in doubt, and cleared when a batch commits: until then
+	// wary is set when a one-statement batch on PostgreSQL fails after
+	// sending anything, and cleared when a batch commits: until then
 	// batches take three statements again (see insertOne).
 	wary atomic.Bool
 
