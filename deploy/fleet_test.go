@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,18 +169,18 @@ func haproxyStatus(sock string) (map[string]string, error) {
 	return status, sc.Err()
 }
 
-// freePorts returns n loopback ports nothing listens on.
+// freePorts returns n distinct loopback ports nothing listens on.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		port, err := testkit.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
+		if p := strconv.Itoa(port); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
 	}
 	return ports
 }

@@ -127,4 +127,8 @@ func TestCurlWalkthrough(t *testing.T) {
 			t.Errorf("docs/api.md: %s\nprints %q\nwant lines matching %q", s.command, got, s.want)
 		}
 	}
+	if t.Failed() {
+		log, _ := os.ReadFile(filepath.Join(dir, "plantstore.log"))
+		t.Logf("the server's log:\n%s", log)
+	}
 }

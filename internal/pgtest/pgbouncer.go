@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // PgBouncer starts PgBouncer in transaction pooling mode in front of the
@@ -43,7 +45,7 @@ func PgBouncer(tb testing.TB, target string) string {
 	}
 	cred := credential(tb, "PgBouncer")
 	dir := tempDir(tb, cred)
-	listen, err := freePort()
+	listen, err := testkit.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		tb.Fatal(err)

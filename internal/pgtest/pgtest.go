@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // defaultBinDir is where Debian's postgresql-15 package puts the server's
@@ -87,7 +89,7 @@ func Start(tb testing.TB) *Cluster {
 		if attempt == 4 || !strings.Contains(c.logTail(), "could not bind") {
 			tb.Fatalf("pgtest: start primary: %v\n%s", err, c.logTail())
 		}
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = testkit.FreePort(); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -113,7 +115,7 @@ func newCluster(tb testing.TB, name string) *Cluster {
 	c.data = filepath.Join(root, "data")
 	c.log = filepath.Join(root, "postgres.log")
 	var err error
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = testkit.FreePort(); err != nil {
 		os.RemoveAll(root)
 		tb.Fatal(err)
 	}
@@ -160,16 +162,6 @@ func tempDir(tb testing.TB, cred *syscall.Credential) string {
 		}
 	}
 	return dir
-}
-
-// freePort returns a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // command returns prog from the binary directory, to run as the cluster's

@@ -3,7 +3,6 @@ package testkit
 import (
 	"crypto/rand"
 	"database/sql"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -42,18 +41,6 @@ func PostgresDatabase(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
-}
-
-// FreeAddr returns a loopback address that nothing listened on a moment
-// ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // WriteFile writes data to name, readable by its owner only.
