@@ -245,12 +245,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	// is the one to report.
 	defer func() { _ = tx.Rollback() }()
 
-	args := make([]any, 0, 3*len(order))
-	for _, i := range order {
-		p := reqs[i].plant
-		args = append(args, p.ID, p.Name, tagValue(p))
-	}
-	inserted := make(map[int64]bool, len(order))
+	args := plantArgs(reqs, order, 3*len(order))
 	var rows *sql.Rows
 	if st != nil {
 		rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
@@ -260,18 +255,8 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		inserted[id] = true
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
+	inserted, err := insertedIDs(rows, len(order))
+	if err != nil {
 		return nil, err
 	}
 
@@ -329,11 +314,7 @@ func (s *Store) insertOne(ctx context.Context, reqs []*createReq, order []int) (
 		return nil, fmt.Errorf("%w: %w", errNothingSent, err)
 	}
 	defer conn.Close()
-	args := make([]any, 0, 3*len(order)+1)
-	for _, i := range order {
-		p := reqs[i].plant
-		args = append(args, p.ID, p.Name, tagValue(p))
-	}
+	args := plantArgs(reqs, order, 3*len(order)+1)
 	query := s.q.insertPlants(len(order))
 	if s.cfg.outbox {
 		query = s.q.insertPlantsAndEvents(len(order))
@@ -343,24 +324,45 @@ func (s *Store) insertOne(ctx context.Context, reqs []*createReq, order []int) (
 		// As the commit of insertTx would take it.
 		time.Sleep(s.cfg.flushDelay)
 	}
-	inserted := make(map[int64]bool, len(order))
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, statementError(err)
 	}
+	inserted, err := insertedIDs(rows, len(order))
+	if err != nil {
+		return nil, statementError(err)
+	}
+	return inserted, nil
+}
+
+// plantArgs returns the id, name and tag of the plants reqs[order[0]],
+// reqs[order[1]], ..., in a slice with room for n arguments.
+func plantArgs(reqs []*createReq, order []int, n int) []any {
+	args := make([]any, 0, n)
+	for _, i := range order {
+		p := reqs[i].plant
+		args = append(args, p.ID, p.Name, tagValue(p))
+	}
+	return args
+}
+
+// insertedIDs reads and closes rows, the ids an insert returned, at most
+// n of them.
+func insertedIDs(rows *sql.Rows, n int) (map[int64]bool, error) {
+	inserted := make(map[int64]bool, n)
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
-			return nil, statementError(err)
+			return nil, err
 		}
 		inserted[id] = true
 	}
 	if err := rows.Close(); err != nil {
-		return nil, statementError(err)
+		return nil, err
 	}
 	if err := rows.Err(); err != nil {
-		return nil, statementError(err)
+		return nil, err
 	}
 	return inserted, nil
 }

@@ -92,18 +92,14 @@ func commitError(err error) error {
 var errNothingSent = errors.New("nothing sent")
 
 // statementError returns what err, the failure of a statement that is a
-// transaction of its own, means: as commitError, except that an error
-// from before anything was sent, which the driver marks, wraps
-// errNothingSent, and that the context's own error means the outcome is
-// unknown: pgx returns it when the context ended with the statement in
-// flight.
+// transaction of its own, means: as commitError (the context's own error
+// too: pgx returns it when the context ended with the statement in
+// flight), except that an error from before anything was sent, which the
+// driver marks, wraps errNothingSent.
 func statementError(err error) error {
 	var retry interface{ SafeToRetry() bool }
 	if errors.Is(err, driver.ErrBadConn) || errors.As(err, &retry) && retry.SafeToRetry() {
 		return fmt.Errorf("%w: %w", errNothingSent, err)
-	}
-	if err == context.Canceled || err == context.DeadlineExceeded {
-		return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
 	}
 	return commitError(err)
 }
@@ -111,20 +107,16 @@ func statementError(err error) error {
 // commit commits tx, begun with ctx, and returns nil or what its failure
 // means (see commitError). A context that has ended before the COMMIT is
 // sent leaves the transaction uncommitted, and its error is returned as
-// it is. One that ends after that check is returned wrapping
-// ErrOutcomeUnknown: database/sql returns the context's error itself when
-// it finds the context ended before sending the COMMIT, and so does pgx
-// when the context ends with the COMMIT in flight.
+// it is. One that ends after that check is outcome unknown, as commitError
+// judges the context's own error: database/sql returns it when it finds
+// the context ended before sending the COMMIT, but so does pgx when the
+// context ends with the COMMIT in flight.
 func commit(ctx context.Context, tx *sql.Tx) error {
 	if err := ctx.Err(); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
-	err := tx.Commit()
-	if err == context.Canceled || err == context.DeadlineExceeded {
-		return fmt.Errorf("commit: %v: %w", err, plantstore.ErrOutcomeUnknown)
-	}
-	if err != nil {
+	if err := tx.Commit(); err != nil {
 		return commitError(err)
 	}
 	return nil
@@ -134,8 +126,8 @@ func commit(ctx context.Context, tx *sql.Tx) error {
 // transaction did not commit.
 func rolledBack(err error) bool {
 	// After a rollback (database/sql's own, when the transaction's context
-	// ended) database/sql returns ErrTxDone. The context's own error is
-	// judged by commit.
+	// ended) database/sql returns ErrTxDone. The context's own error is no
+	// proof of a rollback (see commit): it falls to "unknown" below.
 	if errors.Is(err, sql.ErrTxDone) {
 		return true
 	}
