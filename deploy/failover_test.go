@@ -1,29 +1,17 @@
 package deploy_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-// A failoverOutcome is one create sent during TestFailover.
-type failoverOutcome struct {
-	id         int64
-	instance   int
-	start, end time.Time
-	status     int
-	code       int
-	err        error
-}
 
 // A readiness is one answer to GET /readyz: its time and the Error code,
 // 0 for a 200, -1 when no answer came.
@@ -49,38 +37,15 @@ func TestFailover(t *testing.T) {
 	dsn := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
 		primary.Addr(), standby.Addr())
 	procs := startInstances(t, dsn, nil, 2, t.TempDir())
-	t.Cleanup(loadClient.CloseIdleConnections)
+	t.Cleanup(client.CloseIdleConnections)
 
+	l := startLoad(t, urls(procs), loadOptions{workers: 16, pinned: true})
 	var (
-		mu       sync.Mutex
-		outcomes []failoverOutcome
-		ready    = make([][]readiness, len(procs))
-		nextID   atomic.Int64
-		acked    atomic.Int64
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
+		mu    sync.Mutex
+		ready = make([][]readiness, len(procs))
+		stop  = make(chan struct{})
+		wg    sync.WaitGroup
 	)
-	const workers = 16
-	for w := range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				o := failoverOutcome{id: nextID.Add(1), instance: w % len(procs), start: time.Now()}
-				o.status, o.code, o.err = testkit.Create(context.Background(), loadClient, procs[o.instance].URL, token, o.id, fmt.Sprint("plant-", o.id))
-				o.end = time.Now()
-				if o.err == nil && o.status == 200 {
-					acked.Add(1)
-				}
-				mu.Lock()
-				outcomes = append(outcomes, o)
-				mu.Unlock()
-			}
-		})
-	}
 	probe := &http.Client{Timeout: 5 * time.Second}
 	for i, p := range procs {
 		wg.Go(func() {
@@ -106,12 +71,12 @@ func TestFailover(t *testing.T) {
 			}
 		})
 	}
-	stopLoad := sync.OnceFunc(func() {
+	stopProbes := sync.OnceFunc(func() {
 		close(stop)
 		wg.Wait()
 	})
-	defer stopLoad()
-	// waitFor reads what the load recorded under its lock.
+	defer stopProbes()
+	// waitFor reads what the probes recorded under their lock.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		testkit.WaitUntil(t, 90*time.Second, what, func() bool { mu.Lock(); defer mu.Unlock(); return cond() })
@@ -127,18 +92,18 @@ func TestFailover(t *testing.T) {
 		return true
 	}
 	// createdSince counts, on each instance, the creates sent after since
-	// and answered 200; the caller holds mu.
+	// and answered 200.
 	createdSince := func(since time.Time) []int {
 		n := make([]int, len(procs))
-		for _, o := range outcomes {
-			if o.err == nil && o.status == 200 && o.start.After(since) {
+		for _, o := range l.sent() {
+			if o.code == 200 && o.start.After(since) {
 				n[o.instance]++
 			}
 		}
 		return n
 	}
 
-	waitFor("creates before the failover", func() bool { return acked.Load() >= 500 })
+	l.waitAcked(t, 500, 90*time.Second)
 	waitFor("GET /readyz to answer 200 before the failover", func() bool { return seen(0, time.Time{}) })
 	stopped := time.Now()
 	primary.Stop(t)
@@ -153,7 +118,8 @@ func TestFailover(t *testing.T) {
 		return !slices.ContainsFunc(createdSince(promoted), func(n int) bool { return n < 100 })
 	})
 	waitFor("GET /readyz to answer 200 after the promotion", func() bool { return seen(0, promoted) })
-	stopLoad()
+	l.halt()
+	stopProbes()
 	for i, p := range procs {
 		select {
 		case <-p.Exited():
@@ -167,6 +133,7 @@ func TestFailover(t *testing.T) {
 		ok, lost, unavailable, unavailableKept, unknown, unknownKept int
 		firstOK                                                      = make([]time.Time, len(procs))
 	)
+	outcomes := l.sent()
 	for _, o := range outcomes {
 		_, isStored := stored[o.id]
 		switch {

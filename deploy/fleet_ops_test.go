@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,43 +33,10 @@ func TestFleetRestartsOneInstance(t *testing.T) {
 	t.Cleanup(client.CloseIdleConnections)
 	before := f.pid(t, "ps2")
 
-	const workers = 8
-	var (
-		mu       sync.Mutex
-		outcomes []outcome
-		nextID   atomic.Int64
-		acked    atomic.Int64
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
-	)
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				o := outcome{id: nextID.Add(1), start: time.Now()}
-				o.status, o.code, o.err = create(f.url, o.id, &o.conn)
-				o.end = time.Now()
-				if o.err == nil && o.status == 200 {
-					acked.Add(1)
-				}
-				mu.Lock()
-				outcomes = append(outcomes, o)
-				mu.Unlock()
-			}
-		})
-	}
-	stopLoad := sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
-	})
-	defer stopLoad()
+	l := startLoad(t, []string{f.url}, loadOptions{workers: 8})
 	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 90*time.Second, what, cond) }
 
-	waitFor("creates before the restart", func() bool { return acked.Load() >= 500 })
+	l.waitAcked(t, 500, 90*time.Second)
 	restartStart := time.Now()
 	out := runScript(t, f.env, "restart", "ps2")
 	restartEnd := time.Now()
@@ -91,12 +56,12 @@ func TestFleetRestartsOneInstance(t *testing.T) {
 	}
 	waitFor("HAProxy to take ps2 back", func() bool { return f.serverStatus(t)["ps2"] == "UP" })
 	upAgain := time.Since(restartStart)
-	ackedAtRestart := acked.Load()
-	waitFor("creates after the restart", func() bool { return acked.Load() >= ackedAtRestart+500 })
-	stopLoad()
+	l.waitAcked(t, 500, 90*time.Second)
+	l.halt()
 
 	stored := listAll(t, f.url)
 	var ok, failed int
+	outcomes := l.sent()
 	for _, o := range outcomes {
 		if o.err == nil && o.status == 200 {
 			ok++

@@ -6,13 +6,10 @@ package deploy_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,8 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -185,22 +180,6 @@ func freePorts(t *testing.T, n int) []string {
 	return ports
 }
 
-var client = &http.Client{
-	Timeout:   60 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
-}
-
-// create posts plant id named plant-<id>; see [testkit.Create]. conn
-// describes the connection it went out on, for failure messages.
-func create(url string, id int64, conn *string) (status, code int, err error) {
-	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			*conn = fmt.Sprintf("from %v, reused %v, idle %v", info.Conn.LocalAddr(), info.Reused, info.IdleTime)
-		},
-	})
-	return testkit.Create(ctx, client, url, token, id, fmt.Sprint("plant-", id))
-}
-
 // listAll returns every plant the server at url holds.
 func listAll(t *testing.T, url string) map[int64]string {
 	t.Helper()
@@ -226,16 +205,6 @@ func waitRefused(t *testing.T, addr string) time.Time {
 	return time.Time{}
 }
 
-// An outcome is one create sent through HAProxy.
-type outcome struct {
-	id         int64
-	start, end time.Time
-	status     int
-	code       int
-	err        error
-	conn       string
-}
-
 // TestInstanceKilledUnderLoad drives creates through HAProxy, SIGKILLs one
 // of the three instances in the middle, and checks what clients saw: a
 // failure only for a create in flight while the instance died, answered
@@ -250,49 +219,12 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 	f := startFleet(t)
 	t.Cleanup(client.CloseIdleConnections)
 
-	const workers = 32
-	var (
-		mu       sync.Mutex
-		outcomes []outcome
-		nextID   atomic.Int64
-		inFlight atomic.Int64
-		acked    atomic.Int64
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
-	)
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				o := outcome{id: nextID.Add(1)}
-				inFlight.Add(1)
-				o.start = time.Now()
-				o.status, o.code, o.err = create(f.url, o.id, &o.conn)
-				o.end = time.Now()
-				inFlight.Add(-1)
-				if o.err == nil && o.status == 200 {
-					acked.Add(1)
-				}
-				mu.Lock()
-				outcomes = append(outcomes, o)
-				mu.Unlock()
-			}
-		})
-	}
-	stopLoad := sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
-	})
-	defer stopLoad()
+	l := startLoad(t, []string{f.url}, loadOptions{workers: 32})
 	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 90*time.Second, what, cond) }
 
-	waitFor("creates before the kill", func() bool { return acked.Load() >= 2000 })
+	l.waitAcked(t, 2000, 90*time.Second)
 	victim := f.pid(t, "ps2")
-	inFlightAtKill := inFlight.Load()
+	inFlightAtKill := l.inFlight.Load()
 	killed := time.Now()
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -303,15 +235,15 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 	dead := waitRefused(t, f.instances[1])
 	waitFor("HAProxy to mark the killed instance down", func() bool { return f.serverStatus(t)["ps2"] == "DOWN" })
 	markedDown := time.Since(killed)
-	ackedAtKill := acked.Load()
-	waitFor("creates after the kill", func() bool { return acked.Load() >= ackedAtKill+2000 })
-	stopLoad()
+	l.waitAcked(t, 2000, 90*time.Second)
+	l.halt()
 	if st := f.serverStatus(t); st["ps1"] != "UP" || st["ps3"] != "UP" {
 		t.Errorf("HAProxy's servers after the kill: %v, want ps1 and ps3 UP", st)
 	}
 
 	stored := listAll(t, f.url)
 	var ok, lost, startedWhileDying, unknown, closed, failedKept int
+	outcomes := l.sent()
 	for _, o := range outcomes {
 		if !o.start.Before(killed) && o.start.Before(dead) {
 			startedWhileDying++
@@ -364,9 +296,8 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 		st := f.serverStatus(t)
 		return st["ps1"] == "DOWN" && st["ps3"] == "DOWN"
 	})
-	var conn string
-	if status, code, err := create(f.url, -1, &conn); err != nil || code != 503 {
-		t.Errorf("create with no instance up = %d with error %d, %v; want error 503", status, code, err)
+	if c := send(f.url, -1); c.code != 503 {
+		t.Errorf("%v; want error 503", c)
 	}
 
 }

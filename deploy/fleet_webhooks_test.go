@@ -1,13 +1,10 @@
 package deploy_test
 
 import (
-	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,8 +24,8 @@ func createSpread(t *testing.T, procs []*testkit.Process, n int) []int64 {
 	for range 16 {
 		wg.Go(func() {
 			for id := range ids {
-				if code, _, raw := createPlant(procs[int(id)%len(procs)].URL, id); code != 200 {
-					t.Errorf("create %d: %s", id, raw)
+				if c := send(procs[int(id)%len(procs)].URL, id); c.code != 200 {
+					t.Error(c)
 				}
 			}
 		})
@@ -168,65 +165,18 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 		// it is most likely in the middle of a transaction when stopped.
 		gap = 50 * time.Millisecond
 	)
-	// A sent is what one create got from one instance.
-	type sent struct {
-		instance int
-		id       int64
-		code     int // the Error's, 200, or 0 when no complete answer came
-		at       time.Time
-		took     time.Duration
-	}
-	var (
-		mu      sync.Mutex
-		answers []sent
-		nextID  atomic.Int64
-		wg      sync.WaitGroup
-		done    = make(chan struct{})
-	)
-	for i, p := range procs {
-		for range perInstance {
-			wg.Go(func() {
-				for {
-					wait := gap
-					if i == 0 {
-						wait = 0
-					}
-					select {
-					case <-done:
-						return
-					case <-time.After(wait):
-					}
-					id := nextID.Add(1)
-					start := time.Now()
-					status, code, err := testkit.Create(context.Background(), loadClient, p.URL, token, id, fmt.Sprint("plant-", id))
-					if status == 200 {
-						code = 200
-					} else if err != nil {
-						code = 0
-					}
-					mu.Lock()
-					answers = append(answers, sent{instance: i, id: id, code: code, at: start, took: time.Since(start)})
-					mu.Unlock()
-				}
-			})
+	l := startLoad(t, urls(procs), loadOptions{workers: perInstance * len(procs), pinned: true, gap: func(i int) time.Duration {
+		if i == 0 {
+			return 0
 		}
-	}
+		return gap
+	}})
 
 	// The first pause comes once every instance is taking creates. The
 	// pauses, and the 3 s after each, are the scenario: the instance stays
 	// stopped for as long as a frozen VM would, whatever the others do
 	// meanwhile.
-	testkit.WaitUntil(t, 30*time.Second, "a create acknowledged by each instance", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		acked := map[int]bool{}
-		for _, a := range answers {
-			if a.code == 200 {
-				acked[a.instance] = true
-			}
-		}
-		return len(acked) == len(procs)
-	})
+	testkit.WaitUntil(t, 30*time.Second, "a create acknowledged by each instance", func() bool { return l.allAckSince(time.Time{}) })
 	type window struct{ from, to time.Time }
 	var windows []window
 	for range pauses {
@@ -242,27 +192,21 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 		windows = append(windows, w)
 		time.Sleep(3 * time.Second)
 	}
-	close(done)
-	wg.Wait()
+	l.halt()
 
 	// The others' creates sent while the first was stopped, pause by
 	// pause: the workers wait for each answer, so a pause in which they
 	// waited sends few creates, and must not hide among those that did not.
-	var acked []int64
-	for _, a := range answers {
-		if a.code == 200 {
-			acked = append(acked, a.id)
-		}
-	}
+	acked := l.ackedIDs()
 	var took []time.Duration
 	for k, w := range windows {
 		ok, n, codes := 0, 0, map[int]int{}
-		for _, a := range answers {
-			if a.instance == 0 || a.at.Before(w.from) || !a.at.Before(w.to) {
+		for _, a := range l.sent() {
+			if a.instance == 0 || a.start.Before(w.from) || !a.start.Before(w.to) {
 				continue
 			}
 			n++
-			took = append(took, a.took)
+			took = append(took, a.end.Sub(a.start))
 			if a.code == 200 {
 				ok++
 			} else {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,87 +186,166 @@ func errorLines(dir string, n int) string {
 	return strings.Join(out, "\n")
 }
 
-// An answer is what one create got: 200, the Error code of a failure (503,
-// 504…), or 0 for none (a broken connection, a timeout).
-type answer struct {
-	at         time.Time
+// A call is one create a load sent and what came of it.
+type call struct {
+	id         int64
+	instance   int // the index of the URL it was sent to
+	start, end time.Time
+	status     int // the HTTP status; 0 when no answer came
+	// code is 200 for the plant created, the Error's code for an Error,
+	// -1 for an answer of neither shape, and 0 when none came.
 	code       int
-	retryAfter bool // a Retry-After header came with it
-	patient    bool // from a worker that honours Retry-After
+	retryAfter time.Duration // the Retry-After of an error 503; 0 without
+	patient    bool          // sent by a worker that honours Retry-After
+	err        error         // what was wrong: no answer, or an answer of neither shape
+	conn       string        // the connection it went out on, for failure messages
 }
 
-// A load drives creates of unique ids at the instances from several
-// goroutines, each create to the next instance in turn, and records every
-// answer and every acknowledged id.
-type load struct {
-	urls []string
-	next atomic.Int64
-	stop chan struct{}
-	wg   sync.WaitGroup
-
-	mu      sync.Mutex
-	answers []answer
-	acked   []int64
-	// okSent is, per instance, when the last create it acknowledged was
-	// sent.
-	okSent []time.Time
-	// odd holds the first few answers other than 200, 503 and 504, whole.
-	odd []string
+func (c call) String() string {
+	return fmt.Sprintf("create %d at instance %d: %d, error %d, %v (connection %s)", c.id, c.instance, c.status, c.code, c.err, c.conn)
 }
 
-var loadClient = &http.Client{
-	Timeout:   30 * time.Second,
+// client sends every request of the tests; a create waits at most a
+// minute for its answer.
+var client = &http.Client{
+	Timeout:   60 * time.Second,
 	Transport: &http.Transport{MaxIdleConnsPerHost: 64},
 }
 
-// startLoad starts workers goroutines creating plants at the instances.
-// Half of them are patient: after an error 503 with Retry-After they wait
-// as long as it says, plus up to half of that again at random, as the
-// client package does; the others send their next create at once, so
-// that a window's answers show what Retry-After saves the database.
-func startLoad(t *testing.T, procs []*testkit.Process, workers int) *load {
-	l := &load{stop: make(chan struct{}), okSent: make([]time.Time, len(procs))}
-	for _, p := range procs {
-		l.urls = append(l.urls, p.URL)
+// send posts plant id, named plant-<id>, to url.
+func send(url string, id int64) call {
+	c := call{id: id, start: time.Now()}
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			c.conn = fmt.Sprintf("from %v, reused %v, idle %v", info.Conn.LocalAddr(), info.Reused, info.IdleTime)
+		},
+	})
+	status, header, body, err := testkit.Post(ctx, client, url, token, fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id))
+	c.end, c.status, c.err = time.Now(), status, err
+	if err != nil {
+		return c
 	}
-	for w := range workers {
-		patient := w%2 == 1
-		l.wg.Go(func() { l.work(patient) })
+	var a struct {
+		Name  string
+		Error int
+	}
+	json.Unmarshal(body, &a)
+	switch {
+	case status == 200 && a.Name == fmt.Sprint("plant-", id):
+		c.code = 200
+	case status != 200 && a.Error != 0:
+		c.code = a.Error
+		if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && a.Error == 503 {
+			c.retryAfter = time.Duration(s) * time.Second
+		}
+	default:
+		c.code, c.err = -1, fmt.Errorf("%d with body %q", status, body)
+	}
+	return c
+}
+
+// A load drives creates of unique ids, counting up from 1, at a set of
+// URLs from several goroutines, and records every call.
+type load struct {
+	urls     []string
+	opts     loadOptions
+	next     atomic.Int64
+	inFlight atomic.Int64 // creates sent and not yet answered
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	mu    sync.Mutex
+	calls []call
+	acked []int64
+	// okSent is, per URL, when the last create it acknowledged was sent.
+	okSent []time.Time
+}
+
+type loadOptions struct {
+	workers int
+	// patient makes every other worker honour Retry-After: after an error
+	// 503 with it, the worker waits as long as it says, plus up to half of
+	// that again at random, as the client package does. The others send
+	// their next create at once, so that a window's answers show what
+	// Retry-After saves the database.
+	patient bool
+	// pinned sends all of worker w's creates to URL w (modulo their
+	// number); otherwise each create goes to the next URL in turn.
+	pinned bool
+	// gap, if not nil, says how long a worker waits before each create
+	// to the URL of index i.
+	gap func(i int) time.Duration
+}
+
+// startLoad starts opts.workers goroutines creating plants at urls; the
+// test's end halts them.
+func startLoad(t *testing.T, urls []string, opts loadOptions) *load {
+	l := &load{urls: urls, opts: opts, stop: make(chan struct{}), okSent: make([]time.Time, len(urls))}
+	for w := range opts.workers {
+		l.wg.Go(func() { l.work(w) })
 	}
 	t.Cleanup(l.halt)
 	return l
 }
 
-func (l *load) work(patient bool) {
+// urls returns the URLs of procs.
+func urls(procs []*testkit.Process) []string {
+	var us []string
+	for _, p := range procs {
+		us = append(us, p.URL)
+	}
+	return us
+}
+
+func (l *load) work(w int) {
+	patient := l.opts.patient && w%2 == 1
 	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
 		id := l.next.Add(1)
 		i := int(id) % len(l.urls)
-		sent := time.Now()
-		code, retryAfter, raw := createPlant(l.urls[i], id)
-		if patient && code == 503 && retryAfter > 0 {
-			wait := time.Duration(retryAfter) * time.Second
-			select {
-			case <-time.After(wait + rand.N(wait/2)):
-			case <-l.stop:
-			}
+		if l.opts.pinned {
+			i = w % len(l.urls)
 		}
+		var gap time.Duration
+		if l.opts.gap != nil {
+			gap = l.opts.gap(i)
+		}
+		if !l.pause(gap) {
+			return
+		}
+		l.inFlight.Add(1)
+		c := send(l.urls[i], id)
+		l.inFlight.Add(-1)
+		c.instance, c.patient = i, patient
 		l.mu.Lock()
-		if code != 200 && code != 503 && code != 504 && len(l.odd) < 5 {
-			l.odd = append(l.odd, fmt.Sprintf("create %d at %s: %s", id, l.urls[i], raw))
-		}
-		l.answers = append(l.answers, answer{at: time.Now(), code: code, retryAfter: retryAfter > 0, patient: patient})
-		if code == 200 {
+		l.calls = append(l.calls, c)
+		if c.code == 200 {
 			l.acked = append(l.acked, id)
-			if sent.After(l.okSent[i]) {
-				l.okSent[i] = sent
+			if c.start.After(l.okSent[i]) {
+				l.okSent[i] = c.start
 			}
 		}
 		l.mu.Unlock()
+		if patient && c.retryAfter > 0 && !l.pause(c.retryAfter+rand.N(c.retryAfter/2)) {
+			return
+		}
+	}
+}
+
+// pause waits for d, and tells whether the load is still running.
+func (l *load) pause(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-l.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	select {
+	case <-l.stop:
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -279,23 +359,23 @@ func (l *load) halt() {
 	l.wg.Wait()
 }
 
-// createPlant posts plant id and returns the answer's code, whether it
-// came with Retry-After, its seconds (0 without), and the answer or error as text.
-func createPlant(url string, id int64) (code, retryAfter int, raw string) {
-	status, header, body, err := testkit.Post(context.Background(), loadClient, url, token, fmt.Sprintf(`{"id":%d,"name":"plant-%d"}`, id, id))
-	if err != nil {
-		return 0, 0, err.Error()
+// sent returns the calls answered so far.
+func (l *load) sent() []call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// odd returns the first few calls answered with neither 200, 503 nor 504,
+// or not at all.
+func (l *load) odd() []string {
+	var odd []string
+	for _, c := range l.sent() {
+		if c.code != 200 && c.code != 503 && c.code != 504 && len(odd) < 5 {
+			odd = append(odd, c.String())
+		}
 	}
-	raw = fmt.Sprintf("%d %s", status, body)
-	if status == 200 {
-		return 200, 0, raw
-	}
-	var e struct{ Error int }
-	if json.Unmarshal(body, &e) != nil || e.Error == 0 {
-		return status, 0, raw
-	}
-	ra, _ := strconv.Atoi(header.Get("Retry-After"))
-	return e.Error, ra, raw
+	return odd
 }
 
 // ackedIDs returns the ids acknowledged so far.
@@ -338,13 +418,13 @@ type window struct {
 	perSecond                  []string // each second of the window: answers by code
 }
 
-// window summarizes the answers received in [from, to).
+// window summarizes the calls answered in [from, to).
 func (l *load) window(from, to time.Time) window {
 	l.mu.Lock()
-	var in []answer
-	for _, a := range l.answers {
-		if !a.at.Before(from) && a.at.Before(to) {
-			in = append(in, a)
+	var in []call
+	for _, c := range l.calls {
+		if !c.end.Before(from) && c.end.Before(to) {
+			in = append(in, c)
 		}
 	}
 	l.mu.Unlock()
@@ -360,14 +440,14 @@ func (l *load) window(from, to time.Time) window {
 		} else {
 			w.failedEager++
 		}
-		if a.code == 503 && a.retryAfter {
+		if a.code == 503 && a.retryAfter > 0 {
 			w.retryAfter++
 		}
-		if w.first.IsZero() || a.at.Before(w.first) {
-			w.first = a.at
+		if w.first.IsZero() || a.end.Before(w.first) {
+			w.first = a.end
 		}
-		if a.at.After(w.last) {
-			w.last = a.at
+		if a.end.After(w.last) {
+			w.last = a.end
 		}
 	}
 	if w.failed == 0 {
@@ -379,7 +459,7 @@ func (l *load) window(from, to time.Time) window {
 		buckets[i] = map[int]int{}
 	}
 	for _, a := range in {
-		if s := int(a.at.Sub(w.first) / time.Second); !a.at.Before(w.first) && s < seconds {
+		if s := int(a.end.Sub(w.first) / time.Second); !a.end.Before(w.first) && s < seconds {
 			buckets[s][a.code]++
 		}
 	}
@@ -389,7 +469,7 @@ func (l *load) window(from, to time.Time) window {
 	return w
 }
 
-// codeCounts formats answers by code: "200×812 503×40 none×2".
+// codeCounts formats answers by code: "200×812 503×40 none×2 other×1".
 func codeCounts(m map[int]int) string {
 	var codes []int
 	for c := range m {
@@ -398,9 +478,9 @@ func codeCounts(m map[int]int) string {
 	sort.Ints(codes)
 	var parts []string
 	for _, c := range codes {
-		name := fmt.Sprint(c)
-		if c == 0 {
-			name = "none"
+		name := map[int]string{0: "none", -1: "other"}[c]
+		if name == "" {
+			name = fmt.Sprint(c)
 		}
 		parts = append(parts, fmt.Sprintf("%s×%d", name, m[c]))
 	}

@@ -168,7 +168,7 @@ func TestPatroniFailover(t *testing.T) {
 	t.Logf("cluster healthy %v after the start", time.Since(start).Round(100*time.Millisecond))
 	recv := newHookReceiver(t)
 	instances := startInstances(t, c.dbURL, recv, 3, c.dir)
-	l := startLoad(t, instances, 16)
+	l := startLoad(t, urls(instances), loadOptions{workers: 16, patient: true})
 	l.waitAcked(t, 300, time.Minute)
 
 	var reports []faultReport
@@ -195,7 +195,7 @@ func TestPatroniFailover(t *testing.T) {
 		for code, n := range r.window.codes {
 			if code != 503 && code != 504 && code != 0 {
 				t.Errorf("%s: %d answers with error %d, want only 503, 504 or no answer; the first: %q; the instances' logs say:\n%s",
-					r.name, n, code, l.odd, errorLines(c.dir, len(instances)))
+					r.name, n, code, l.odd(), errorLines(c.dir, len(instances)))
 			}
 		}
 	}

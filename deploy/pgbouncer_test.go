@@ -57,7 +57,7 @@ func TestFleetThroughPgBouncer(t *testing.T) {
 	recv := newHookReceiver(t)
 	dir := t.TempDir()
 	instances := startInstances(t, u.String(), recv, 2, dir)
-	l := startLoad(t, instances, 16)
+	l := startLoad(t, urls(instances), loadOptions{workers: 16, patient: true})
 	l.waitAcked(t, 3000, 2*time.Minute)
 	l.halt()
 
@@ -65,7 +65,7 @@ func TestFleetThroughPgBouncer(t *testing.T) {
 	ids := l.ackedIDs()
 	if w.failed != 0 {
 		t.Errorf("%d of %d creates not acknowledged: %s; the first: %q; the instances' logs say:\n%s",
-			w.failed, w.answers, codeCounts(w.codes), l.odd, errorLines(dir, len(instances)))
+			w.failed, w.answers, codeCounts(w.codes), l.odd(), errorLines(dir, len(instances)))
 	}
 	lost := checkStored(t, instances[1].URL, ids)
 	recv.waitDelivered(t, ids, 2*time.Minute)

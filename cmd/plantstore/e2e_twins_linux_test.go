@@ -249,21 +249,7 @@ func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
 
 	first := startInNamespace(t, host, bin, env(), args...)
 	serveIn(t, first.Cmd.Process.Pid, subAddr, sub)
-	c := nsClient(first.Cmd.Process.Pid)
-	for id := range int64(n) {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"p"}`, id)))
-		req.Header.Set("Authorization", "Bearer "+procToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("create %d: %v", id, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("create %d: %d %s", id, resp.StatusCode, body)
-		}
-	}
+	createIn(t, first.Cmd.Process.Pid, addr, 0, n)
 	testkit.WaitUntil(t, 30*time.Second, "the subscriber to hold the first instance's deliveries", func() bool {
 		received, _, _, _ := sub.counts()
 		return received >= 4
@@ -291,17 +277,8 @@ func createIn(t *testing.T, pid int, addr string, first, n int64) {
 	t.Helper()
 	c := nsClient(pid)
 	for id := first; id < first+n; id++ {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"p"}`, id)))
-		req.Header.Set("Authorization", "Bearer "+procToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("create %d: %v", id, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("create %d: %d %s", id, resp.StatusCode, body)
+		if status, code, err := testkit.Create(t.Context(), c, "http://"+addr, procToken, id, "p"); status != 200 {
+			t.Fatalf("create %d: %d, error %d, %v", id, status, code, err)
 		}
 	}
 }
