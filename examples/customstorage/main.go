@@ -9,20 +9,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/server"
 )
 
 // sliceStorage keeps plants sorted by id in a slice. It is simple, not
@@ -113,28 +112,16 @@ func main() {
 	}
 	h := httpapi.New(plantstore.New(&sliceStorage{}), httpapi.WithTokens(tokens...))
 
-	addr := os.Getenv("PLANTSTORE_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:8082"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", addr)
+	// Package server serves it as the plantstore binary serves its API:
+	// the same client deadlines and header limit, and a drain on SIGTERM.
+	srv, err := server.Listen(cmp.Or(os.Getenv("PLANTSTORE_ADDR"), "127.0.0.1:8082"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	log.Printf("listening on http://%s", ln.Addr())
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		log.Fatal(err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	log.Printf("listening on http://%s", srv.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx, h); err != nil {
 		log.Fatal(err)
 	}
 	log.Println("stopped")

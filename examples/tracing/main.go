@@ -17,10 +17,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -35,6 +35,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/oteltrace"
+	"github.com/plantstore/plantstore/server"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
@@ -89,28 +90,16 @@ func main() {
 	serve(ctx, mux)
 }
 
-// serve serves h until ctx ends, then drains it.
+// serve serves h until ctx ends, then drains it. Package server serves it
+// as the plantstore binary serves its API: the same client deadlines and
+// header limit.
 func serve(ctx context.Context, h http.Handler) {
-	addr := os.Getenv("PLANTSTORE_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:8084"
-	}
-	ln, err := net.Listen("tcp", addr)
+	srv, err := server.Listen(cmp.Or(os.Getenv("PLANTSTORE_ADDR"), "127.0.0.1:8084"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	log.Printf("listening on http://%s; the Plant Store API is under /api/", ln.Addr())
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		log.Fatal(err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	log.Printf("listening on http://%s; the Plant Store API is under /api/", srv.Addr())
+	if err := srv.Serve(ctx, h); err != nil {
 		log.Fatal(err)
 	}
 	log.Println("stopped")
