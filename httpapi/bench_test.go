@@ -363,11 +363,7 @@ func BenchmarkList(b *testing.B) {
 	h := newBenchHandler()
 	c := createCase(false)
 	for i := range 10000 {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, c.newRequest(i))
-		if rec.Code != http.StatusOK {
-			b.Fatalf("create: %d %s", rec.Code, rec.Body)
-		}
+		checkBench(b, h, c, i, http.StatusOK, 0)
 	}
 	for _, limit := range []int{100, 1000} {
 		b.Run("limit="+strconv.Itoa(limit), func(b *testing.B) {

@@ -17,99 +17,84 @@ var corsHeaders = []string{
 	"Access-Control-Max-Age", "Access-Control-Expose-Headers", "Access-Control-Allow-Credentials", "Vary",
 }
 
-// TestCORS checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
+// TestCORS checks every CORS header of the answers to preflights and to
+// requests, from an allowed origin, another or none, with CORS on and off.
 func TestCORS(t *testing.T) {
 	t.Parallel()
 	const app = "https://app.example"
-	preflight := func(origin, method string) map[string]string {
-		return map[string]string{"Authorization": "", "Content-Type": "", "Origin": origin,
+	preflight := func(origin, method string) hdr {
+		return hdr{"Authorization": "", "Content-Type": "", "Origin": origin,
 			"Access-Control-Request-Method": method, "Access-Control-Request-Headers": "authorization, content-type"}
 	}
-	allowedActual := map[string]string{
+	// allowed is the answer to an allowed preflight, for methods.
+	allowed := func(origin, methods string) hdr {
+		return hdr{"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Methods": methods,
+			"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id", "Access-Control-Max-Age": "3600", "Vary": "Origin"}
+	}
+	allowedActual := hdr{
 		"Access-Control-Allow-Origin":   app,
 		"Access-Control-Expose-Headers": "Link, X-Request-Id, WWW-Authenticate",
 		"Vary":                          "Origin",
 	}
+	vary := hdr{"Vary": "Origin"}
 	tests := []struct {
 		name, method, path string
 		origins            []string // given to WithCORS, one call each
-		headers            map[string]string
+		headers            hdr
 		body               string
 		wantStatus         int
-		wantCode           int               // the Error's code, for a failure
-		want               map[string]string // every CORS header of the answer
+		wantCode           int // the Error's code, for a failure
+		want               hdr // every CORS header of the answer
 		reason             string
 	}{
 		{name: "preflight for a create", method: "OPTIONS", path: "/plants", origins: []string{app},
-			headers: preflight(app, "POST"), wantStatus: 204,
-			want: map[string]string{
-				"Access-Control-Allow-Origin":  app,
-				"Access-Control-Allow-Methods": "GET, HEAD, OPTIONS, POST",
-				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
-				"Access-Control-Max-Age":       "3600",
-				"Vary":                         "Origin",
-			}, reason: "a preflight carries no token and needs none"},
+			headers: preflight(app, "POST"), wantStatus: 204, want: allowed(app, "GET, HEAD, OPTIONS, POST"),
+			reason: "a preflight carries no token and needs none"},
 		{name: "preflight for a delete", method: "OPTIONS", path: "/plants/7", origins: []string{"https://other.example", app},
-			headers: preflight(app, "DELETE"), wantStatus: 204,
-			want: map[string]string{
-				"Access-Control-Allow-Origin":  app,
-				"Access-Control-Allow-Methods": "DELETE, GET, HEAD, OPTIONS",
-				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
-				"Access-Control-Max-Age":       "3600",
-				"Vary":                         "Origin",
-			}},
+			headers: preflight(app, "DELETE"), wantStatus: 204, want: allowed(app, "DELETE, GET, HEAD, OPTIONS")},
 		{name: "preflight from another origin", method: "OPTIONS", path: "/plants", origins: []string{app},
 			headers: preflight("https://evil.example", "POST"), wantStatus: 204,
-			want: map[string]string{"Vary": "Origin"}, reason: "an ordinary OPTIONS answer: the browser refuses the request"},
+			want: vary, reason: "an ordinary OPTIONS answer: the browser refuses the request"},
 		{name: "preflight from a look-alike origin", method: "OPTIONS", path: "/plants", origins: []string{app},
-			headers: preflight(app+":443", "POST"), wantStatus: 204,
-			want: map[string]string{"Vary": "Origin"}, reason: "origins match exactly"},
+			headers: preflight(app+":443", "POST"), wantStatus: 204, want: vary, reason: "origins match exactly"},
 		{name: "preflight to an unknown path", method: "OPTIONS", path: "/nowhere", origins: []string{app},
 			headers: preflight(app, "GET"), wantStatus: 404, wantCode: 404,
-			want: map[string]string{"Access-Control-Allow-Origin": app, "Vary": "Origin"}},
+			want: hdr{"Access-Control-Allow-Origin": app, "Vary": "Origin"}},
 		{name: "preflight with any origin allowed", method: "OPTIONS", path: "/plants", origins: []string{"*"},
-			headers: preflight("https://anyone.example", "POST"), wantStatus: 204,
-			want: map[string]string{
-				"Access-Control-Allow-Origin":  "*",
-				"Access-Control-Allow-Methods": "GET, HEAD, OPTIONS, POST",
-				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
-				"Access-Control-Max-Age":       "3600",
-				"Vary":                         "Origin",
-			}, reason: "the answer is the same for every origin, but not for a request without one"},
+			headers: preflight("https://anyone.example", "POST"), wantStatus: 204, want: allowed("*", "GET, HEAD, OPTIONS, POST"),
+			reason: "the answer is the same for every origin, but not for a request without one"},
 		{name: "create", method: "POST", path: "/plants", origins: []string{app},
-			headers: map[string]string{"Origin": app}, body: `{"id":1,"name":"x"}`, wantStatus: 200, want: allowedActual},
+			headers: hdr{"Origin": app}, body: `{"id":1,"name":"x"}`, wantStatus: 200, want: allowedActual},
 		{name: "create without a token", method: "POST", path: "/plants", origins: []string{app},
-			headers: map[string]string{"Origin": app, "Authorization": ""}, body: `{"id":2,"name":"x"}`,
+			headers: hdr{"Origin": app, "Authorization": ""}, body: `{"id":2,"name":"x"}`,
 			wantStatus: 401, wantCode: 401, want: allowedActual,
 			reason: "CORS lets the script read the refusal, and bypasses nothing"},
 		{name: "list without a token", method: "GET", path: "/plants", origins: []string{app},
-			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
+			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
 		{name: "delete without a token", method: "DELETE", path: "/plants/1", origins: []string{app},
-			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
+			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
 		{name: "list", method: "GET", path: "/plants", origins: []string{app},
-			headers: map[string]string{"Origin": app}, wantStatus: 200, want: allowedActual},
+			headers: hdr{"Origin": app}, wantStatus: 200, want: allowedActual},
 		{name: "health", method: "GET", path: "/healthz", origins: []string{app},
-			headers: map[string]string{"Origin": app, "Authorization": ""}, wantStatus: 200, want: allowedActual},
+			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 200, want: allowedActual},
 		{name: "list from another origin", method: "GET", path: "/plants", origins: []string{app},
-			headers: map[string]string{"Origin": "https://evil.example"}, wantStatus: 200,
-			want: map[string]string{"Vary": "Origin"}},
-		{name: "list without an origin", method: "GET", path: "/plants", origins: []string{app},
-			wantStatus: 200, want: map[string]string{"Vary": "Origin"}},
+			headers: hdr{"Origin": "https://evil.example"}, wantStatus: 200, want: vary},
+		{name: "list without an origin", method: "GET", path: "/plants", origins: []string{app}, wantStatus: 200, want: vary},
 		{name: "list with any origin allowed", method: "GET", path: "/plants", origins: []string{"*"},
-			headers: map[string]string{"Origin": "https://anyone.example"}, wantStatus: 200,
-			want: map[string]string{
+			headers: hdr{"Origin": "https://anyone.example"}, wantStatus: 200,
+			want: hdr{
 				"Access-Control-Allow-Origin":   "*",
 				"Access-Control-Expose-Headers": "Link, X-Request-Id, WWW-Authenticate",
 				"Vary":                          "Origin",
 			},
 			reason: "with any origin allowed the answer still depends on whether the request has an Origin"},
 		{name: "list without an origin, any origin allowed", method: "GET", path: "/plants", origins: []string{"*"},
-			wantStatus: 200, want: map[string]string{"Vary": "Origin"},
+			wantStatus: 200, want: vary,
 			reason: "a cache must not hand this answer, without Access-Control-Allow-Origin, to a script"},
 		{name: "CORS not enabled", method: "GET", path: "/plants",
-			headers: map[string]string{"Origin": app}, wantStatus: 200, want: map[string]string{}},
+			headers: hdr{"Origin": app}, wantStatus: 200, want: hdr{}},
 		{name: "preflight, CORS not enabled", method: "OPTIONS", path: "/plants",
-			headers: preflight(app, "POST"), wantStatus: 204, want: map[string]string{}},
+			headers: preflight(app, "POST"), wantStatus: 204, want: hdr{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +109,7 @@ func TestCORS(t *testing.T) {
 			} else if r.status != tt.wantStatus {
 				t.Errorf("status = %d, want %d (body %s)", r.status, tt.wantStatus, r.body)
 			}
-			got := map[string]string{}
+			got := hdr{}
 			for _, k := range corsHeaders {
 				if v := r.header.Values(k); len(v) > 0 {
 					got[k] = v[0]
@@ -137,7 +122,7 @@ func TestCORS(t *testing.T) {
 				t.Errorf("CORS headers mismatch (-want +got):\n%s", diff)
 			}
 			if tt.method != "OPTIONS" && tt.wantCode == 401 {
-				if diff := cmp.Diff([]int64{}, e.storedIDs()); diff != "" {
+				if diff := cmp.Diff([]int64{}, storedIDs(t, e.ps)); diff != "" {
 					t.Errorf("a request without a token changed the store (-want +got):\n%s", diff)
 				}
 			}
@@ -151,7 +136,7 @@ func TestCORSOnHeadersTooLarge(t *testing.T) {
 	t.Parallel()
 	const app = "https://app.example"
 	e := newEnv(t, nil, httpapi.WithCORS(app), httpapi.WithMaxHeaderBytes(4096))
-	r := e.do("GET", "/plants", map[string]string{"Origin": app, "X-Big": strings.Repeat("a", 5000)}, "")
+	r := e.do("GET", "/plants", hdr{"Origin": app, "X-Big": strings.Repeat("a", 5000)}, "")
 	r.wantError(t, 400, 431)
 	if got := r.header.Get("Access-Control-Allow-Origin"); got != app {
 		t.Errorf("Access-Control-Allow-Origin of the 431 = %q, want %q", got, app)
@@ -223,15 +208,7 @@ func TestWithCORSPanicsOnAnOriginNoBrowserSends(t *testing.T) {
 		{origins: []string{"https://app.example.com", "https://app.example.com/"}, wantPanic: `browsers send this origin as "https://app.example.com"`},
 		{origins: []string{"app.example.com"}, wantPanic: `"app.example.com": want "*" or an origin`},
 	} {
-		got := func() (msg string) {
-			defer func() {
-				if v := recover(); v != nil {
-					msg = fmt.Sprint(v)
-				}
-			}()
-			httpapi.WithCORS(tt.origins...)
-			return ""
-		}()
+		got := panicMessage(func() { httpapi.WithCORS(tt.origins...) })
 		if tt.wantPanic == "" && got != "" || !strings.Contains(got, tt.wantPanic) {
 			t.Errorf("WithCORS(%q) panicked with %q, want a panic holding %q", tt.origins, got, tt.wantPanic)
 		}

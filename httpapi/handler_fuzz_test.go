@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -125,31 +124,13 @@ type fuzzRequest struct {
 	hasAuth      bool
 }
 
-// failLog records whether anything was logged at level Warn or above.
-type failLog struct {
-	mu     sync.Mutex
-	failed []string
-}
-
-func (l *failLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelWarn }
-
-func (l *failLog) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failed = append(l.failed, r.Message)
-	return nil
-}
-
-func (l *failLog) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *failLog) WithGroup(string) slog.Handler      { return l }
-
 func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
 	t.Helper()
 	ps := plantstore.New(memstore.New())
 	if _, err := ps.Create(context.Background(), fuzzPresent); err != nil {
 		t.Fatal(err)
 	}
-	logs := &failLog{}
+	logs := &recordingHandler{level: slog.LevelWarn}
 	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(fuzzMaxBody),
 		httpapi.WithLogger(slog.New(logs)))
 
@@ -165,8 +146,8 @@ func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
 	resp := rec.Result()
 	got := rec.Body.Bytes()
 
-	if len(logs.failed) > 0 {
-		t.Errorf("%s %s: logged %q", fr.method, fr.path, logs.failed)
+	for _, r := range logs.records() {
+		t.Errorf("%s %s: logged %v %q", fr.method, fr.path, r.Level, r.Message)
 	}
 	createRequest := fr.method == "POST" && fr.path == "/plants"
 	want, refErr := referenceNewPlant(fr.body)

@@ -31,9 +31,7 @@ func TestRoutedHook(t *testing.T) {
 	for i, rq := range []struct{ method, path string }{
 		{"POST", "/plants"}, {"GET", "/plants/42"}, {"DELETE", "/plants/7"}, {"GET", "/plants/42/x"}, {"PUT", "/plants"},
 	} {
-		req := httptest.NewRequest(rq.method, rq.path, strings.NewReader(`{"id":1,"name":"Fern"}`))
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/json")
+		req := newRequest(rq.method, rq.path, nil, strings.NewReader(`{"id":1,"name":"Fern"}`))
 		req = req.WithContext(context.WithValue(req.Context(), routedKey{}, string(rune('a'+i))))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
@@ -46,10 +44,5 @@ func TestRoutedHook(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hook calls (-want +got):\n%s", diff)
-	}
-	for path, want := range map[string]string{"/plants": "/plants", "/plants/1": "/plants/{id}", "/nowhere": "other"} {
-		if r := httpapi.RouteOf(path).String(); r != want {
-			t.Errorf("RouteOf(%q) = %q, want %q", path, r, want)
-		}
 	}
 }

@@ -81,7 +81,7 @@ func TestHooks(t *testing.T) {
 			send("GET", "/secret-admin-path-"+"x", nil, "", 400) // 404, no such route
 			send("PUT", "/plants", nil, "", 400)                 // 405
 			send("BREW", "/plants", nil, "", 400)                // 405, a method HTTP does not define
-			send("GET", "/healthz", map[string]string{"Authorization": ""}, "", 200)
+			send("GET", "/healthz", noToken, "", 200)
 			send("OPTIONS", "/plants/7", nil, "", 204)
 			want := []string{
 				"POST /plants ok", "POST /plants 409", "POST /plants 401", "POST /plants 415",
@@ -137,7 +137,6 @@ func TestMetricsRoute(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		io.WriteString(w, "plantstore_up 1\n")
 	})
-	noToken := map[string]string{"Authorization": ""}
 	t.Run("none", func(t *testing.T) {
 		newEnv(t, nil).do("GET", "/metrics", nil, "").wantError(t, 400, 404)
 	})
@@ -176,7 +175,6 @@ func TestDocsRoute(t *testing.T) {
 		}
 		io.WriteString(w, "docs at "+r.URL.Path)
 	})
-	noToken := map[string]string{"Authorization": ""}
 	t.Run("none", func(t *testing.T) {
 		e := newEnv(t, nil)
 		e.do("GET", "/docs", noToken, "").wantError(t, 400, 404)

@@ -44,10 +44,8 @@ func TestClaimedBodyDoesNotReserveMemory(t *testing.T) {
 	h := httpapi.New(plantstore.New(memstore.New()),
 		httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
 	send := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", "/plants", stallingBody{strings.NewReader("{")})
+		req := newRequest("POST", "/plants", nil, stallingBody{strings.NewReader("{")})
 		req.ContentLength = httpapi.DefaultMaxBodyBytes
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
@@ -113,13 +111,11 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cr := &countingReader{r: strings.NewReader(tt.body)}
-			req := httptest.NewRequest("POST", "/plants", cr)
+			req := newRequest("POST", "/plants", nil, cr)
 			req.ContentLength = -1
 			if tt.declared {
 				req.ContentLength = int64(len(tt.body))
 			}
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			switch {
@@ -139,15 +135,7 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 			}
 		})
 	}
-	page, err := ps.List(t.Context(), plantstore.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored []int64
-	for _, p := range page {
-		stored = append(stored, p.ID)
-	}
-	if diff := cmp.Diff([]int64{1, 2, 5, 6}, stored); diff != "" {
+	if diff := cmp.Diff([]int64{1, 2, 5, 6}, storedIDs(t, ps)); diff != "" {
 		t.Errorf("stored plants (-want +got): a body refused 413 must store nothing\n%s", diff)
 	}
 }
@@ -167,10 +155,10 @@ func (s *recordingStorage) List(ctx context.Context, from int64, limit int) ([]p
 }
 
 // TestListPageBytes lists plants whose pages would be larger than the
-// byte bound: every page keeps within it, or holds a single plant when
-// that alone is larger; a page that stopped early links to the rest; the
-// links lead through every plant once; and the storage is never asked for
-// more than 64 plants at a time.
+// byte bound, or than the limit: every page keeps within the bound, or
+// holds a single plant when that alone is larger; a page that stopped
+// early links to the rest; the links lead through every plant once, in
+// order; and the storage is never asked for more than 64 plants at a time.
 func TestListPageBytes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -183,6 +171,7 @@ func TestListPageBytes(t *testing.T) {
 		{name: "many plants per page", plants: 300, nameBytes: 10 << 10, maxPage: 64 << 10},
 		{name: "one plant over the bound", plants: 5, nameBytes: 2 << 10, maxPage: 1 << 10, wantPages: 5},
 		{name: "all in one page", plants: 150, nameBytes: 10, maxPage: 1 << 20, wantPages: 1},
+		{name: "more than the limit", plants: 2500, nameBytes: 1, maxPage: 1 << 20, wantPages: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,8 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"unicode"
@@ -154,14 +154,7 @@ func generatorProblems(doc *openapi3.T) []string {
 }
 
 // mapKeys returns the keys of m in order.
-func mapKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func mapKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // pascal returns name as generators make a type name of it: the letters
 // and digits of each word, each word capitalized.

@@ -102,7 +102,7 @@ func TestBaseURLUnderStripPrefix(t *testing.T) {
 	e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
 	e.do("GET", "/api/plants/1", nil, ``).wantOK(t, "read")
 	e.do("GET", "/api/plants/2", nil, ``).wantError(t, 400, 404)
-	e.do("POST", "/api/plants", map[string]string{"Authorization": ""}, `{"id":2,"name":"x"}`).wantError(t, 400, 401)
+	e.do("POST", "/api/plants", noToken, `{"id":2,"name":"x"}`).wantError(t, 400, 401)
 	// The next-page link resolves under the prefix.
 	e.do("POST", "/api/plants", nil, `{"id":2,"name":"y"}`).wantOK(t, "create")
 	r := e.do("GET", "/api/plants?limit=1", nil, ``).wantOK(t, "list")

@@ -89,7 +89,7 @@ var prefixRequests = []struct {
 	{"DELETE", "/api/plants/2", "", nil},
 	{"GET", "/api/plants/2", "", nil},
 	{"GET", "/api/plants", "", map[string]string{"Authorization": "Bearer wrong"}},
-	{"GET", "/api/plants", "", map[string]string{"Authorization": ""}},
+	{"GET", "/api/plants", "", noToken},
 	{"PUT", "/api/plants", "", nil},
 	{"GET", "/api/nowhere", "", nil},
 	{"GET", "/api/plants%2F1", "", nil},
@@ -118,18 +118,8 @@ type exchange struct {
 }
 
 func (m *mounted) serve(method, path, body string, header map[string]string) exchange {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
 	rec := httptest.NewRecorder()
-	m.mux.ServeHTTP(rec, req)
+	m.mux.ServeHTTP(rec, newRequest(method, path, header, strings.NewReader(body)))
 	h := rec.Header().Clone()
 	h.Del("X-Request-Id")
 	return exchange{rec.Code, h, rec.Body.String()}
@@ -206,19 +196,15 @@ func TestPrefixRoutes(t *testing.T) {
 	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithPrefix("/api/"))
 	for _, path := range []string{"/plants", "/healthz", "/apiplants", "/api", "/openapi.json"} {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", path, nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		h.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, newRequest("GET", path, nil, nil))
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"error":404`) {
 			t.Errorf("GET %s under /api = %d %s, want the Error 404", path, rec.Code, rec.Body)
 		}
 	}
 	servers := func(h http.Handler) string {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/openapi.json", nil))
 		var doc struct{ Servers []struct{ URL string } }
-		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || len(doc.Servers) != 1 {
-			t.Fatalf("openapi.json: %d %v %+v", rec.Code, err, doc)
+		if err := json.Unmarshal(servedDocument(t, h, "/api/openapi.json"), &doc); err != nil || len(doc.Servers) != 1 {
+			t.Fatalf("openapi.json: %v %+v", err, doc)
 		}
 		return doc.Servers[0].URL
 	}
@@ -230,14 +216,9 @@ func TestPrefixRoutes(t *testing.T) {
 		t.Errorf("servers URL with WithBaseURL = %q, want https://plants.example.com/v1", got)
 	}
 	for _, p := range []string{"api", "/api/:v", "/api/*rest"} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("WithPrefix(%q) did not panic", p)
-				}
-			}()
-			httpapi.New(ps, httpapi.WithPrefix(p))
-		}()
+		if panicMessage(func() { httpapi.New(ps, httpapi.WithPrefix(p)) }) == "" {
+			t.Errorf("WithPrefix(%q) did not panic", p)
+		}
 	}
 	for _, p := range []string{"", "/"} {
 		root := httpapi.New(ps, httpapi.WithPrefix(p))

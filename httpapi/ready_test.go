@@ -57,8 +57,6 @@ func (s *probedStorage) ProbeWrite(ctx context.Context) error {
 	return nil
 }
 
-var noToken = map[string]string{"Authorization": ""}
-
 // TestReadyzFloodChecksOnce shows that however many GET /readyz arrive,
 // sequential or concurrent, the storage sees one check per interval.
 func TestReadyzFloodChecksOnce(t *testing.T) {

@@ -24,6 +24,19 @@ import (
 // quiet is the TokenFileOption that drops the TokenFile's warnings.
 var quiet = httpapi.WithTokenFileLogger(slog.New(slog.DiscardHandler))
 
+// openTokenFile writes content to a new token file and opens it, quiet
+// unless opts give another logger.
+func openTokenFile(t *testing.T, content string, opts ...httpapi.TokenFileOption) (*httpapi.TokenFile, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tokens")
+	testkit.WriteFile(t, file, content)
+	tf, err := httpapi.OpenTokenFile(file, append([]httpapi.TokenFileOption{quiet}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tf, file
+}
+
 // accepted returns which of tokens a accepts, by Authenticate.
 func accepted(a httpapi.Authenticator, tokens ...string) map[string]bool {
 	got := map[string]bool{}
@@ -123,12 +136,7 @@ func TestTokenFileFromAPipe(t *testing.T) {
 // keeps the old tokens.
 func TestTokenFileReload(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
-	testkit.WriteFile(t, file, "# team a\nalpha\nbravo\n")
-	tf, err := httpapi.OpenTokenFile(file, quiet, httpapi.WithExtraTokens("extra-1", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf, file := openTokenFile(t, "# team a\nalpha\nbravo\n", httpapi.WithExtraTokens("extra-1", ""))
 	all := []string{"alpha", "bravo", "charlie", "extra-1"}
 	type state struct {
 		Accepted map[string]bool
@@ -180,12 +188,7 @@ func TestTokenFileReload(t *testing.T) {
 // tokens of the latest load.
 func TestTokenFileThroughTheHandler(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
-	testkit.WriteFile(t, file, "old-token\n")
-	tf, err := httpapi.OpenTokenFile(file, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf, file := openTokenFile(t, "old-token\n")
 	e := newEnv(t, nil, httpapi.WithAuthenticator(tf))
 	list := func(tok string) response {
 		return e.do("GET", "/plants", map[string]string{"Authorization": "Bearer " + tok}, "")
@@ -205,13 +208,7 @@ func TestTokenFileThroughTheHandler(t *testing.T) {
 // as each request sees one whole set.
 func TestTokenFileReloadUnderRequests(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "tokens")
-	testkit.WriteFile(t, file, "kept\nfirst\n")
-	tf, err := httpapi.OpenTokenFile(file, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf, file := openTokenFile(t, "kept\nfirst\n")
 	ps := plantstore.New(memstore.New())
 	h := httpapi.New(ps, httpapi.WithAuthenticator(tf))
 	var wg sync.WaitGroup
@@ -224,10 +221,8 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 					return
 				default:
 				}
-				req := httptest.NewRequest("GET", "/plants", nil)
-				req.Header.Set("Authorization", "Bearer kept")
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
+				h.ServeHTTP(rec, newRequest("GET", "/plants", hdr{"Authorization": "Bearer kept"}, nil))
 				if rec.Code != 200 {
 					t.Errorf("a token in every set was answered %d %s mid-reload", rec.Code, rec.Body)
 					return
@@ -236,7 +231,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 		})
 	}
 	for i := range 200 {
-		next := filepath.Join(dir, "next")
+		next := filepath.Join(filepath.Dir(file), "next")
 		testkit.WriteFile(t, next, fmt.Sprintf("kept\nround-%d\n", i))
 		if err := os.Rename(next, file); err != nil {
 			t.Fatal(err)
@@ -254,13 +249,8 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 // at each reload, and that one of mode 600 is not.
 func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
-	testkit.WriteFile(t, file, "tok-1\n")
 	rh := &recordingHandler{level: slog.LevelDebug}
-	tf, err := httpapi.OpenTokenFile(file, httpapi.WithTokenFileLogger(slog.New(rh)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf, file := openTokenFile(t, "tok-1\n", httpapi.WithTokenFileLogger(slog.New(rh)))
 	if err := os.Chmod(file, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -269,14 +259,7 @@ func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rh.records() {
-		line := r.Level.String() + " " + r.Message
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "fix" {
-				line += " fix=" + a.Value.String()
-			}
-			return true
-		})
-		got = append(got, line)
+		got = append(got, r.Level.String()+" "+r.Message+" fix="+attr(r, "fix"))
 	}
 	want := []string{"WARN token file is readable by group or others; chmod 600 it fix=chmod 600 " + file}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -289,11 +272,7 @@ func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 // it.
 func TestWithExtraTokensPanicsWithoutTheToken(t *testing.T) {
 	t.Parallel()
-	msg := func() (msg string) {
-		defer func() { msg = fmt.Sprint(recover()) }()
-		httpapi.WithExtraTokens("good", "bad token")
-		return ""
-	}()
+	msg := panicMessage(func() { httpapi.WithExtraTokens("good", "bad token") })
 	if !strings.Contains(msg, "token 2 of 2") || strings.Contains(msg, "bad token") {
 		t.Errorf("WithExtraTokens panicked with %q, want it to name token 2 of 2, and not show it", msg)
 	}

@@ -4,14 +4,10 @@ package httpapi_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/plantstore/plantstore/httpapi"
-	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // TestTokenFileReloadOfNamedPipeWithoutWriter checks that reloading a
@@ -20,12 +16,7 @@ import (
 // writer: that wait hung the reload, and the shutdown that waits for it.
 func TestTokenFileReloadOfNamedPipeWithoutWriter(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
-	testkit.WriteFile(t, file, "old-token\n")
-	tf, err := httpapi.OpenTokenFile(file, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tf, file := openTokenFile(t, "old-token\n")
 	os.Remove(file)
 	if err := syscall.Mkfifo(file, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
