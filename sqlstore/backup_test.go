@@ -7,19 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/plantstore/plantstore"
 )
 
 func TestBackupSQLite(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	s := openStore(t, db, SQLite, WithOutbox())
-	ctx := context.Background()
+	s := sqliteBackend.open(t, WithOutbox())
+	db, ctx := s.db, context.Background()
 	for id := range int64(100) {
-		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s, "p", id)
 	}
 	dst := filepath.Join(t.TempDir(), "copy.db")
 	if err := BackupSQLite(ctx, "sqlite", db, dst); err != nil {
@@ -31,9 +26,7 @@ func TestBackupSQLite(t *testing.T) {
 	if err := BackupSQLite(ctx, "sqlite", db, dst); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("BackupSQLite over an existing file = %v, want fs.ErrExist", err)
 	}
-	copyDB := openDB(t, "sqlite", SQLiteDSN(dst))
-	c := openStore(t, copyDB, SQLite)
-	got, err := c.List(ctx, 0, 1000)
+	got, err := openSQLiteStore(t, dst).List(ctx, 0, 1000)
 	if err != nil || len(got) != 100 {
 		t.Errorf("the copy lists %d plants (%v), want 100", len(got), err)
 	}
@@ -53,13 +46,10 @@ func TestBackupSQLite(t *testing.T) {
 // wrapping fs.ErrExist: none silently replaces the copy of another.
 func TestConcurrentBackupsToOneFile(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	s := openStore(t, db, SQLite)
-	ctx := context.Background()
+	s := sqliteBackend.open(t)
+	db, ctx := s.db, context.Background()
 	for id := range int64(200) {
-		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s, "p", id)
 	}
 	const n = 6
 	for round := range 3 {
@@ -104,9 +94,7 @@ func TestBackupAndRestoreSQLiteFile(t *testing.T) {
 	path := filepath.Join(dir, "plants.db")
 	s := openSQLiteStore(t, path)
 	for id := range int64(10) {
-		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s, "p", id)
 	}
 	snap := filepath.Join(dir, "snap.db")
 	if err := BackupSQLiteFile(ctx, "sqlite", path, snap); err != nil {

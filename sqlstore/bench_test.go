@@ -22,19 +22,11 @@ import (
 //	benchstat -col /mode bench.txt
 func BenchmarkCreate(b *testing.B) {
 	for _, be := range backends {
-		for _, mode := range []struct {
-			name string
-			opts []Option
-		}{
-			{"group", nil},
-			{"single", []Option{WithoutGroupCommit()}},
-		} {
+		for _, mode := range modes {
 			for _, clients := range []int{1, 8, 64} {
 				name := fmt.Sprintf("%s/mode=%s/clients=%d", be.name, mode.name, clients)
 				b.Run(name, func(b *testing.B) {
-					db, _ := be.newDB(b)
-					s := openStore(b, db, be.dialect, mode.opts...)
-					benchmarkCreates(b, s, clients)
+					benchmarkCreates(b, be.open(b, mode.opts...), clients)
 				})
 			}
 		}
@@ -54,9 +46,8 @@ func BenchmarkCreateLoaded(b *testing.B) {
 	for _, be := range backends {
 		for _, work := range []time.Duration{0, 20 * time.Microsecond} {
 			b.Run(fmt.Sprintf("%s/clients=32/work=%v", be.name, work), func(b *testing.B) {
-				db, _ := be.newDB(b)
 				var commits atomic.Int64
-				s := openStore(b, db, be.dialect, WithHooks(Hooks{
+				s := be.open(b, WithHooks(Hooks{
 					Committed: func(int, time.Duration) { commits.Add(1) },
 				}))
 				benchmarkCreatesWork(b, s, 32, work)
@@ -114,9 +105,8 @@ func BenchmarkListPage(b *testing.B) {
 	for _, be := range backends {
 		for _, size := range []int{1_000, 1_000_000} {
 			b.Run(fmt.Sprintf("%s/plants=%d", be.name, size), func(b *testing.B) {
-				db, _ := be.newDB(b)
-				s := openStore(b, db, be.dialect)
-				fill(b, db, size)
+				s := be.open(b)
+				fill(b, s.db, size)
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -170,11 +160,10 @@ func BenchmarkOutboxDeliveries(b *testing.B) {
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
 			b.ReportAllocs()
-			db, _ := be.newDB(b)
-			s := openStore(b, db, be.dialect, WithOutbox())
+			s := be.open(b, WithOutbox())
 			ctx := context.Background()
 			q := newQueries(be.dialect)
-			tx, err := db.BeginTx(ctx, nil)
+			tx, err := s.db.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -54,23 +54,14 @@ func TestTwoStoresRaceForOneID(t *testing.T) {
 	}
 }
 
-// lockWaiters returns how many sessions of the application named app wait
-// for a lock.
-func lockWaiters(t *testing.T, admin *sql.DB, app string) int {
+// waitForLockWaiter waits, asking db, until a session of the application
+// that dsn names waits for a lock.
+func waitForLockWaiter(t *testing.T, db *sql.DB, dsn string) {
 	t.Helper()
-	var n int
-	err := admin.QueryRow(`SELECT count(*) FROM pg_stat_activity
-		WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n)
-	if err != nil {
-		t.Fatalf("read pg_stat_activity: %v", err)
-	}
-	return n
-}
-
-// waitForLockWaiters waits until n sessions of app wait for a lock.
-func waitForLockWaiters(t *testing.T, admin *sql.DB, app string, n int) {
-	t.Helper()
-	testkit.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d sessions to wait for a lock", n), func() bool { return lockWaiters(t, admin, app) >= n })
+	app := appName(t, dsn)
+	testkit.WaitUntil(t, 10*time.Second, "a session to wait for a lock", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app) >= 1
+	})
 }
 
 // TestCancelStopsBlockedQuery cancels calls while their statements wait for
@@ -79,24 +70,13 @@ func waitForLockWaiters(t *testing.T, admin *sql.DB, app string, n int) {
 func TestCancelStopsBlockedQuery(t *testing.T) {
 	t.Parallel()
 	db, dsn := postgresBackend.newDB(t)
-	app := appName(t, dsn)
 	s := openStore(t, db, Postgres, WithoutGroupCommit())
 	ctx := context.Background()
-	if err := s.Create(ctx, plantstore.Plant{ID: 2, Name: "held"}); err != nil {
-		t.Fatal(err)
-	}
-	holder, err := openDB(t, "pgx", dsn).BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback()
-	if _, err := holder.Exec(`INSERT INTO plants (id, name) VALUES (1, 'uncommitted')`); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, "held", 2)
+	holder := holdEventTx(t, openDB(t, "pgx", dsn), 1)
 	if _, err := holder.Exec(`UPDATE plants SET name = 'locked' WHERE id = 2`); err != nil {
 		t.Fatal(err)
 	}
-	admin := openDB(t, "pgx", postgresDSN(t))
 
 	tests := []struct {
 		name string
@@ -110,7 +90,7 @@ func TestCancelStopsBlockedQuery(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- tt.call(ctx) }()
-			waitForLockWaiters(t, admin, app, 1)
+			waitForLockWaiter(t, db, dsn)
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Errorf("%s cancelled while blocked = %v, want context.Canceled", tt.name, err)
@@ -123,9 +103,7 @@ func TestCancelStopsBlockedQuery(t *testing.T) {
 	if _, err := s.Plant(ctx, 1); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Errorf("Plant(1) after the cancelled Create = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Plant(ctx, 2); err != nil {
-		t.Errorf("Plant(2) after the cancelled Delete = %v, want the plant", err)
-	}
+	wantPlant(t, s, plantstore.Plant{ID: 2, Name: "held"}) // after the cancelled Delete
 }
 
 // TestCancelBeforeJoiningBatch cancels a Create while the committer is busy
@@ -134,22 +112,13 @@ func TestCancelStopsBlockedQuery(t *testing.T) {
 func TestCancelBeforeJoiningBatch(t *testing.T) {
 	t.Parallel()
 	db, dsn := postgresBackend.newDB(t)
-	app := appName(t, dsn)
 	s := openStore(t, db, Postgres)
 	ctx := context.Background()
-	holder, err := openDB(t, "pgx", dsn).BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback()
-	if _, err := holder.Exec(`INSERT INTO plants (id, name) VALUES (1, 'uncommitted')`); err != nil {
-		t.Fatal(err)
-	}
-	admin := openDB(t, "pgx", postgresDSN(t))
+	holder := holdEventTx(t, openDB(t, "pgx", dsn), 1)
 
 	first := make(chan error, 1)
 	go func() { first <- s.Create(ctx, plantstore.Plant{ID: 1, Name: "first"}) }()
-	waitForLockWaiters(t, admin, app, 1) // the committer is inside the first batch
+	waitForLockWaiter(t, db, dsn) // the committer is inside the first batch
 
 	cctx, cancel := context.WithCancel(ctx)
 	second := make(chan error, 1)
@@ -167,9 +136,7 @@ func TestCancelBeforeJoiningBatch(t *testing.T) {
 	if _, err := s.Plant(ctx, 2); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Errorf("Plant(2) after its Create was cancelled = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Plant(ctx, 1); err != nil {
-		t.Errorf("Plant(1) = %v, want the plant", err)
-	}
+	wantPlant(t, s, plantstore.Plant{ID: 1, Name: "first"})
 }
 
 // appName returns the application_name that dsn sets.
@@ -188,13 +155,11 @@ func appName(t *testing.T, dsn string) string {
 func TestLinger(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name     string
-		sent     int // Creates sent during the wait
-		target   int
-		until    time.Duration
-		close    bool
-		wantFull bool
-		reason   string
+		name, reason string
+		sent, target int // sent: Creates sent during the wait
+		until        time.Duration
+		close        bool
+		wantFull     bool
 	}{
 		{name: "reaches target", sent: 3, target: 4, until: time.Hour, wantFull: true, reason: "returns once 1+3 are in"},
 		{name: "capped by maxBatch", sent: maxBatch - 1, target: maxBatch + 10, until: time.Hour, wantFull: true, reason: "a full batch stops the wait"},

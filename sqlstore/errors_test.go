@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,19 +139,8 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	inDB := map[int64]bool{}
-	rows, err := direct.Query(`SELECT id FROM plants`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range queryInts(t, direct, `SELECT id FROM plants`) {
 		inDB[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	for _, id := range stored {
 		if !inDB[id] {
@@ -167,7 +155,7 @@ func TestDatabaseOutage(t *testing.T) {
 	// Each stored plant has exactly one event, and each event its plant:
 	// they were written in one transaction, whatever the outage cut.
 	var orphans, missing, dupes int
-	err = direct.QueryRow(`SELECT
+	err := direct.QueryRow(`SELECT
 		(SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM plants p WHERE p.id = e.plant_id)),
 		(SELECT count(*) FROM plants p WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.plant_id = p.id)),
 		(SELECT count(*) - count(DISTINCT plant_id) FROM events)`).Scan(&orphans, &missing, &dupes)
@@ -214,21 +202,11 @@ func TestCommitLostInFlight(t *testing.T) {
 			stored := func(id int64) bool {
 				t.Helper()
 				testkit.WaitUntil(t, 10*time.Second, "the cut statement to end", func() bool {
-					var n int
-					if err := direct.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid()`, app).Scan(&n); err != nil {
-						t.Fatal(err)
-					}
-					return n == 0
+					return queryInt(t, direct, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid()`, app) == 0
 				})
-				var n int
-				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n == 1
+				return queryInt(t, direct, `SELECT count(*) FROM plants WHERE id = $1`, id) == 1
 			}
-			if err := s.Create(ctx, plantstore.Plant{ID: 2, Name: "to delete"}); err != nil {
-				t.Fatal(err)
-			}
+			mustCreate(t, s, "to delete", 2)
 
 			cut := proxy.CutAfter([]byte(mode.commit))
 			err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
@@ -276,101 +254,83 @@ func TestCommitLostInFlight(t *testing.T) {
 // It is one piece: each step acts on what the steps before it left, through one stalled proxy.
 func TestStalledDatabase(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name string
-		opts []Option
-	}{
-		{"group commit", nil},
-		{"single", []Option{WithoutGroupCommit()}},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			direct, proxy, dsn := behindProxy(t)
-			app := "stalled_" + strings.ReplaceAll(mode.name, " ", "_")
-			proxied := openDB(t, "pgx", withParams(t, dsn, map[string]string{"application_name": app}))
-			opts := append([]Option{WithTimeout(time.Second)}, mode.opts...)
-			s := openStore(t, proxied, Postgres, opts...)
-			ctx := context.Background()
-			// createSoon creates p, allowing a few attempts: the short
-			// timeout can expire on a busy machine.
-			createSoon := func(p plantstore.Plant) {
-				t.Helper()
-				for i := 0; ; i++ {
-					err := s.Create(ctx, p)
-					if err == nil {
-						return
-					}
-					if i == 50 || !errors.Is(err, plantstore.ErrUnavailable) {
-						t.Fatalf("Create(%d) = %v, want nil", p.ID, err)
-					}
+	eachMode(t, modes, func(t *testing.T, opts []Option) {
+		direct, proxy, dsn := behindProxy(t)
+		app := appName(t, dsn) + "_stalled"
+		proxied := openDB(t, "pgx", withParams(t, dsn, map[string]string{"application_name": app}))
+		s := openStore(t, proxied, Postgres, append([]Option{WithTimeout(time.Second)}, opts...)...)
+		ctx := context.Background()
+		// createSoon creates p, allowing a few attempts: the short
+		// timeout can expire on a busy machine.
+		createSoon := func(p plantstore.Plant) {
+			t.Helper()
+			for i := 0; ; i++ {
+				err := s.Create(ctx, p)
+				if err == nil {
+					return
+				}
+				if i == 50 || !errors.Is(err, plantstore.ErrUnavailable) {
+					t.Fatalf("Create(%d) = %v, want nil", p.ID, err)
 				}
 			}
-			// Warm the pool, so that the stall catches statements on open
-			// connections.
-			for id := range int64(8) {
-				createSoon(plantstore.Plant{ID: 1000 + id, Name: "before"})
-			}
+		}
+		// Warm the pool, so that the stall catches statements on open
+		// connections.
+		for id := range int64(8) {
+			createSoon(plantstore.Plant{ID: 1000 + id, Name: "before"})
+		}
 
-			proxy.Stall()
-			const n = 24
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() { errs[i] = s.Create(ctx, plantstore.Plant{ID: int64(i), Name: "during"}) })
-			}
-			var readErr, deleteErr error
-			wg.Go(func() { _, readErr = s.Plant(ctx, 1000) })
-			wg.Go(func() { deleteErr = s.Delete(ctx, 1001) })
-			returned := make(chan struct{})
-			go func() { wg.Wait(); close(returned) }()
-			select {
-			case <-returned:
-			case <-time.After(time.Minute):
-				proxy.Resume()
-				t.Fatal("calls did not return while the database stalled")
-			}
-			var unavailable, unknown []int64
-			for i, err := range errs {
-				switch {
-				case errors.Is(err, plantstore.ErrOutcomeUnknown):
-					unknown = append(unknown, int64(i))
-				case errors.Is(err, plantstore.ErrUnavailable):
-					unavailable = append(unavailable, int64(i))
-				default:
-					t.Errorf("Create %d during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", i, err)
-				}
-			}
-			if !errors.Is(readErr, plantstore.ErrUnavailable) {
-				t.Errorf("Plant during the stall = %v, want ErrUnavailable", readErr)
-			}
-			if !errors.Is(deleteErr, plantstore.ErrUnavailable) && !errors.Is(deleteErr, plantstore.ErrOutcomeUnknown) {
-				t.Errorf("Delete during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", deleteErr)
-			}
-
-			// Let the held bytes through, and wait until the server has
-			// seen the end of every connection of the stall.
+		proxy.Stall()
+		const n = 24
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = s.Create(ctx, plantstore.Plant{ID: int64(i), Name: "during"}) })
+		}
+		var readErr, deleteErr error
+		wg.Go(func() { _, readErr = s.Plant(ctx, 1000) })
+		wg.Go(func() { deleteErr = s.Delete(ctx, 1001) })
+		returned := make(chan struct{})
+		go func() { wg.Wait(); close(returned) }()
+		select {
+		case <-returned:
+		case <-time.After(time.Minute):
 			proxy.Resume()
-			proxied.SetMaxIdleConns(0)
-			testkit.WaitUntil(t, 10*time.Second, "the server to see the end of every connection of the stall", func() bool {
-				var left int
-				if err := direct.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left); err != nil {
-					t.Fatal(err)
-				}
-				return left == 0
-			})
-			for _, id := range unavailable {
-				var n int
-				if err := direct.QueryRow(`SELECT count(*) FROM plants WHERE id = $1`, id).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				if n != 0 {
-					t.Errorf("plant %d was answered ErrUnavailable (nothing kept) but is stored", id)
-				}
+			t.Fatal("calls did not return while the database stalled")
+		}
+		var unavailable, unknown []int64
+		for i, err := range errs {
+			switch {
+			case errors.Is(err, plantstore.ErrOutcomeUnknown):
+				unknown = append(unknown, int64(i))
+			case errors.Is(err, plantstore.ErrUnavailable):
+				unavailable = append(unavailable, int64(i))
+			default:
+				t.Errorf("Create %d during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", i, err)
 			}
-			createSoon(plantstore.Plant{ID: 2000, Name: "after"})
-			t.Logf("during the stall: %d creates unavailable, %d of unknown outcome", len(unavailable), len(unknown))
+		}
+		if !errors.Is(readErr, plantstore.ErrUnavailable) {
+			t.Errorf("Plant during the stall = %v, want ErrUnavailable", readErr)
+		}
+		if !errors.Is(deleteErr, plantstore.ErrUnavailable) && !errors.Is(deleteErr, plantstore.ErrOutcomeUnknown) {
+			t.Errorf("Delete during the stall = %v, want ErrUnavailable or ErrOutcomeUnknown", deleteErr)
+		}
+
+		// Let the held bytes through, and wait until the server has
+		// seen the end of every connection of the stall.
+		proxy.Resume()
+		proxied.SetMaxIdleConns(0)
+		testkit.WaitUntil(t, 10*time.Second, "the server to see the end of every connection of the stall", func() bool {
+			return queryInt(t, direct, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app) == 0
 		})
-	}
+		for _, id := range unavailable {
+			if queryInt(t, direct, `SELECT count(*) FROM plants WHERE id = $1`, id) != 0 {
+				t.Errorf("plant %d was answered ErrUnavailable (nothing kept) but is stored", id)
+			}
+		}
+		createSoon(plantstore.Plant{ID: 2000, Name: "after"})
+		t.Logf("during the stall: %d creates unavailable, %d of unknown outcome", len(unavailable), len(unknown))
+	})
 }
 
 // TestTransientStates checks which database errors mean "unavailable, retry
@@ -448,9 +408,7 @@ func TestCommitCancelledInFlight(t *testing.T) {
 	t.Parallel()
 	direct, proxy, dsn := behindProxy(t)
 	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithoutGroupCommit())
-	if err := s.Create(context.Background(), plantstore.Plant{ID: 2, Name: "to delete"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, "to delete", 2)
 	for _, tt := range []struct {
 		name string
 		call func(ctx context.Context) error
@@ -463,10 +421,7 @@ func TestCommitCancelledInFlight(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- tt.call(ctx) }()
 		<-stalled
-		var n int
-		if err := direct.QueryRow(`SELECT count(*) FROM plants`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		n := queryInt(t, direct, `SELECT count(*) FROM plants`)
 		cancel()
 		err := <-done
 		if !errors.Is(err, plantstore.ErrOutcomeUnknown) {

@@ -45,32 +45,30 @@ func holdEventTx(t *testing.T, db *sql.DB, id int64) *sql.Tx {
 // writers of different ids share no lock.
 func TestCreateDoesNotWaitForOtherWriters(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			direct, proxy, dsn := behindProxy(t)
-			opts := append([]Option{WithOutbox(), WithTimeout(2 * time.Second)}, mode.opts...)
-			frozen := openStore(t, openDB(t, "pgx", dsn), Postgres, opts...)
-			s := openStore(t, direct, Postgres, opts...)
-			ctx := context.Background()
+	eachMode(t, modes, func(t *testing.T, opts []Option) {
+		direct, proxy, dsn := behindProxy(t)
+		opts = append([]Option{WithOutbox(), WithTimeout(2 * time.Second)}, opts...)
+		frozen := openStore(t, openDB(t, "pgx", dsn), Postgres, opts...)
+		s := openStore(t, direct, Postgres, opts...)
+		ctx := context.Background()
 
-			stalled := proxy.StallAfter([]byte("INSERT INTO events"))
-			frozenErr := make(chan error, 1)
-			go func() { frozenErr <- frozen.Create(ctx, plantstore.Plant{ID: 1, Name: "frozen"}) }()
-			select {
-			case <-stalled:
-			case err := <-frozenErr:
-				t.Fatalf("the first Store's Create returned %v before its transaction stalled", err)
+		stalled := proxy.StallAfter([]byte("INSERT INTO events"))
+		frozenErr := make(chan error, 1)
+		go func() { frozenErr <- frozen.Create(ctx, plantstore.Plant{ID: 1, Name: "frozen"}) }()
+		select {
+		case <-stalled:
+		case err := <-frozenErr:
+			t.Fatalf("the first Store's Create returned %v before its transaction stalled", err)
+		}
+		for id := int64(2); id < 5; id++ {
+			start := time.Now()
+			if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+				t.Fatalf("Create(%d) while another Store is stopped mid-transaction = %v (after %v), want nil", id, err, time.Since(start))
 			}
-			for id := int64(2); id < 5; id++ {
-				start := time.Now()
-				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-					t.Fatalf("Create(%d) while another Store is stopped mid-transaction = %v (after %v), want nil", id, err, time.Since(start))
-				}
-			}
-			proxy.Resume()
-			<-frozenErr
-		})
-	}
+		}
+		proxy.Resume()
+		<-frozenErr
+	})
 }
 
 // TestFanOutTakesLateCommits has an event written before others and
@@ -79,19 +77,12 @@ func TestCreateDoesNotWaitForOtherWriters(t *testing.T) {
 // out once it commits, and each event once.
 func TestFanOutTakesLateCommits(t *testing.T) {
 	t.Parallel()
-	db, _ := postgresBackend.newDB(t)
-	s := openStore(t, db, Postgres, WithOutbox())
+	s := postgresBackend.open(t, WithOutbox())
 	ctx := context.Background()
 	subs := []string{"a"}
-	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "p"}); err != nil {
-		t.Fatal(err)
-	}
-	held := holdEventTx(t, db, 2) // its event's seq is below the next ones
-	for id := int64(3); id <= 4; id++ {
-		if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustCreate(t, s, "p", 1)
+	held := holdEventTx(t, s.db, 2) // its event's seq is below the next ones
+	mustCreate(t, s, "p", 3, 4)
 	if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 3 {
 		t.Fatalf("FanOut() while an older writer is open = %d, %v; want 3: the events committed", n, err)
 	}
@@ -124,11 +115,9 @@ func TestFanOutTakesLateCommits(t *testing.T) {
 // the idle timeout, releasing what it held.
 func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	t.Parallel()
-	db, _ := postgresBackend.newDB(t)
 	ctx := context.Background()
-	s := openStore(t, db, Postgres, WithLockTimeout(100*time.Millisecond),
-		WithIdleInTransactionTimeout(200*time.Millisecond))
-	holdEventTx(t, db, 7)
+	s := postgresBackend.open(t, WithLockTimeout(100*time.Millisecond), WithIdleInTransactionTimeout(200*time.Millisecond))
+	holdEventTx(t, s.db, 7)
 	start := time.Now()
 	err := s.Create(ctx, plantstore.Plant{ID: 7, Name: "p"})
 	if !errors.Is(err, plantstore.ErrUnavailable) {

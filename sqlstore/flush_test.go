@@ -17,87 +17,69 @@ import (
 // before the flush ends.
 func TestCreateAnsweredAfterFlush(t *testing.T) {
 	t.Parallel()
-	for _, mode := range flushModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			testCreateAnsweredAfterFlush(t, mode.opts...)
-		})
-	}
+	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
+		db, dsn := sqliteBackend.newDB(t)
+		flushing := make(chan *os.File, 1)
+		release := make(chan struct{})
+		s := openStore(t, db, SQLite, append(opts, withFlushFile(func(f *os.File) error {
+			select {
+			case flushing <- f:
+			default:
+			}
+			<-release
+			return nil
+		}))...)
+		var once sync.Once
+		unblock := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(unblock) // before the Store's Close, should the test fail
+		ctx := context.Background()
+		created := make(chan error, 1)
+		go func() { created <- s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}) }()
+		wal := <-flushing
+		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+		want, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := wal.Stat(); err != nil || !os.SameFile(got, want) {
+			t.Fatalf("flushed %s (%v), want the database's WAL file", wal.Name(), err)
+		}
+		read := make(chan error, 1)
+		go func() {
+			_, err := s.Plant(ctx, 1)
+			read <- err
+		}()
+		select {
+		case err := <-created:
+			t.Fatalf("Create answered %v before its flush ended", err)
+		case err := <-read:
+			t.Fatalf("Plant answered %v before the flush of its Create ended", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		unblock()
+		if err := <-created; err != nil {
+			t.Fatalf("Create = %v", err)
+		}
+		if err := <-read; err != nil {
+			t.Fatalf("Plant = %v", err)
+		}
+	})
 }
 
 // flushModes are the committer's two ways to flush a batch.
-var flushModes = []struct {
-	name string
-	opts []Option
-}{
-	{"by the committer", nil},
-	{"beside", []Option{withFlushBeside()}},
-}
-
-func testCreateAnsweredAfterFlush(t *testing.T, opts ...Option) {
-	db, dsn := sqliteBackend.newDB(t)
-	flushing := make(chan *os.File, 1)
-	release := make(chan struct{})
-	s := openStore(t, db, SQLite, append(opts, withFlushFile(func(f *os.File) error {
-		select {
-		case flushing <- f:
-		default:
-		}
-		<-release
-		return nil
-	}))...)
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(unblock) // before the Store's Close, should the test fail
-	ctx := context.Background()
-	created := make(chan error, 1)
-	go func() { created <- s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}) }()
-	wal := <-flushing
-	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	want, err := os.Stat(path + "-wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := wal.Stat(); err != nil || !os.SameFile(got, want) {
-		t.Fatalf("flushed %s (%v), want the database's WAL file", wal.Name(), err)
-	}
-	read := make(chan error, 1)
-	go func() {
-		_, err := s.Plant(ctx, 1)
-		read <- err
-	}()
-	select {
-	case err := <-created:
-		t.Fatalf("Create answered %v before its flush ended", err)
-	case err := <-read:
-		t.Fatalf("Plant answered %v before the flush of its Create ended", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	unblock()
-	if err := <-created; err != nil {
-		t.Fatalf("Create = %v", err)
-	}
-	if err := <-read; err != nil {
-		t.Fatalf("Plant = %v", err)
-	}
-}
+var flushModes = []mode{{"by the committer", nil}, {"beside", []Option{withFlushBeside()}}}
 
 // TestFailedFlushIsOutcomeUnknown checks that a Create whose batch
 // committed but whose flush failed is answered ErrOutcomeUnknown: its
 // plant is in the database, and may not survive a loss of power.
 func TestFailedFlushIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	for _, mode := range flushModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			db, _ := sqliteBackend.newDB(t)
-			s := openStore(t, db, SQLite, append(mode.opts, withFlushFile(func(*os.File) error { return errors.New("EIO") }))...)
-			err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"})
-			if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
-				t.Fatalf("Create with a failed flush = %v, want ErrOutcomeUnknown", err)
-			}
-		})
-	}
+	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
+		s := sqliteBackend.open(t, append(opts, withFlushFile(func(*os.File) error { return errors.New("EIO") }))...)
+		if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"}); !errors.Is(err, plantstore.ErrOutcomeUnknown) {
+			t.Fatalf("Create with a failed flush = %v, want ErrOutcomeUnknown", err)
+		}
+	})
 }
 
 // TestFlushBesideWithoutThread checks that on this machine the flusher
@@ -172,9 +154,7 @@ func TestCommitterConnectionLeavesWithTheStore(t *testing.T) {
 	if s.fl == nil {
 		t.Skip("no flusher on this platform")
 	}
-	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, "Fern", 1)
 	check("with the Store open")
 	s.Close()
 	check("after Close")
@@ -185,8 +165,7 @@ func TestCommitterConnectionLeavesWithTheStore(t *testing.T) {
 // the committer, and checks each answer against what is stored.
 func TestBesideStoresEveryCreate(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	s := openStore(t, db, SQLite, withFlushBeside())
+	s := sqliteBackend.open(t, withFlushBeside())
 	ctx := context.Background()
 	const callers, each = 48, 20
 	var wg sync.WaitGroup
@@ -226,31 +205,20 @@ func TestBesideStoresEveryCreate(t *testing.T) {
 // on, committed on the pool, whose connections flush every commit.
 func TestCommitterConnectionLost(t *testing.T) {
 	t.Parallel()
-	for _, mode := range flushModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			db, _ := sqliteBackend.newDB(t)
-			s := openStore(t, db, SQLite, mode.opts...)
-			if s.fl == nil {
-				t.Skip("no flusher on this platform")
-			}
-			ctx := context.Background()
-			if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
-				t.Fatal(err)
-			}
-			discard(s.fl.conn)
-			for id := int64(2); id <= 3; id++ {
-				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "Ivy"}); err != nil {
-					t.Fatalf("Create %d after the committer's connection was lost = %v", id, err)
-				}
-			}
-			if !s.fl.lost {
-				t.Error("the committer did not notice its connection was lost")
-			}
-			got, err := s.List(ctx, 0, 10)
-			if err != nil || len(got) != 3 {
-				t.Fatalf("List = %v, %v; want 3 plants", got, err)
-			}
-		})
-	}
+	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
+		s := sqliteBackend.open(t, opts...)
+		if s.fl == nil {
+			t.Skip("no flusher on this platform")
+		}
+		mustCreate(t, s, "Fern", 1)
+		discard(s.fl.conn)
+		mustCreate(t, s, "Ivy", 2, 3) // after the committer's connection was lost
+		if !s.fl.lost {
+			t.Error("the committer did not notice its connection was lost")
+		}
+		got, err := s.List(context.Background(), 0, 10)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("List = %v, %v; want 3 plants", got, err)
+		}
+	})
 }

@@ -56,9 +56,8 @@ func BenchmarkGroupCommitSweep(b *testing.B) {
 					name = flush.String()
 				}
 				b.Run(fmt.Sprintf("%s/flush=%s/clients=%d", be.name, name, clients), func(b *testing.B) {
-					db, _ := be.newDB(b)
 					var commits, stored atomic.Int64
-					s := openStore(b, db, be.dialect, withFlushDelay(flush), WithHooks(Hooks{
+					s := be.open(b, withFlushDelay(flush), WithHooks(Hooks{
 						Committed: func(n int, _ time.Duration) { commits.Add(1); stored.Add(int64(n)) },
 					}))
 					lat := sweepCreates(b, s, clients, 20*time.Microsecond)

@@ -59,114 +59,82 @@ func (r *recorder) waitCommitted(t *testing.T, n int) {
 
 func TestHooks(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			var rec recorder
-			// The committer's own SQLite connection would outlive the
-			// db.Close below (see flusher), and Creates with it.
-			s := openStore(t, db, be.dialect, WithOutbox(), WithHooks(rec.hooks()), withoutFlusher())
-			ctx := context.Background()
-			mustBe := func(what string, err, wantErr error) {
-				t.Helper()
-				if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
-					t.Fatalf("%s = %v, want %v", what, err, wantErr)
-				}
+	eachBackend(t, func(t *testing.T, be backend) {
+		var rec recorder
+		// The committer's own SQLite connection would outlive the
+		// db.Close below (see flusher), and Creates with it.
+		s := be.open(t, WithOutbox(), WithHooks(rec.hooks()), withoutFlusher())
+		ctx := context.Background()
+		mustBe := func(what string, err, wantErr error) {
+			t.Helper()
+			if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
+				t.Fatalf("%s = %v, want %v", what, err, wantErr)
 			}
-			mustBe("Create", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), nil)
-			mustBe("Create again", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), plantstore.ErrConflict)
-			canceled, cancel := context.WithCancel(ctx)
-			cancel()
-			mustBe("Create with a canceled context", s.Create(canceled, plantstore.Plant{ID: 2, Name: "Aloe"}), context.Canceled)
-			_, err := s.Plant(ctx, 1)
-			mustBe("Plant", err, nil)
-			_, err = s.Plant(ctx, 2)
-			mustBe("Plant of a missing id", err, plantstore.ErrNotFound)
-			_, err = s.List(ctx, 0, 10)
-			mustBe("List", err, nil)
-			_, err = s.FanOut(ctx, []string{"sub"}, 10)
-			mustBe("FanOut", err, nil)
-			deliveries, err := s.Claim(ctx, "sub", "me", time.Now().Add(time.Minute), 10)
-			mustBe("Claim", err, nil)
-			if len(deliveries) != 1 {
-				t.Fatalf("Claim = %v, want one delivery", deliveries)
-			}
-			mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
-			mustBe("Delete", s.Delete(ctx, 1), nil)
-			mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
-			mustBe("ProbeWrite", s.ProbeWrite(ctx), nil)
-			mustBe("Ping", s.Ping(ctx), nil)
-			// A failure that is neither the database's absence nor the
-			// caller's: the table is gone.
-			if _, err := db.Exec(`DROP TABLE plants`); err != nil {
-				t.Fatal(err)
-			}
-			_, err = s.Plant(ctx, 1)
-			if err == nil || errors.Is(err, plantstore.ErrUnavailable) || errors.Is(err, plantstore.ErrNotFound) {
-				t.Fatalf("Plant without a table = %v, want another failure", err)
-			}
-			db.Close()
-			mustBe("Create on a closed database", s.Create(ctx, plantstore.Plant{ID: 3, Name: "Ivy"}), plantstore.ErrUnavailable)
-			mustBe("Ping on a closed database", s.Ping(ctx), plantstore.ErrUnavailable)
+		}
+		mustBe("Create", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), nil)
+		mustBe("Create again", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), plantstore.ErrConflict)
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		mustBe("Create with a canceled context", s.Create(canceled, plantstore.Plant{ID: 2, Name: "Aloe"}), context.Canceled)
+		_, err := s.Plant(ctx, 1)
+		mustBe("Plant", err, nil)
+		_, err = s.Plant(ctx, 2)
+		mustBe("Plant of a missing id", err, plantstore.ErrNotFound)
+		_, err = s.List(ctx, 0, 10)
+		mustBe("List", err, nil)
+		_, err = s.FanOut(ctx, []string{"sub"}, 10)
+		mustBe("FanOut", err, nil)
+		deliveries, err := s.Claim(ctx, "sub", "me", time.Now().Add(time.Minute), 10)
+		mustBe("Claim", err, nil)
+		if len(deliveries) != 1 {
+			t.Fatalf("Claim = %v, want one delivery", deliveries)
+		}
+		mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
+		mustBe("Delete", s.Delete(ctx, 1), nil)
+		mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
+		mustBe("ProbeWrite", s.ProbeWrite(ctx), nil)
+		mustBe("Ping", s.Ping(ctx), nil)
+		// A failure that is neither the database's absence nor the
+		// caller's: the table is gone.
+		if _, err := s.db.Exec(`DROP TABLE plants`); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Plant(ctx, 1)
+		if err == nil || errors.Is(err, plantstore.ErrUnavailable) || errors.Is(err, plantstore.ErrNotFound) {
+			t.Fatalf("Plant without a table = %v, want another failure", err)
+		}
+		s.db.Close()
+		mustBe("Create on a closed database", s.Create(ctx, plantstore.Plant{ID: 3, Name: "Ivy"}), plantstore.ErrUnavailable)
+		mustBe("Ping on a closed database", s.Ping(ctx), plantstore.ErrUnavailable)
 
-			want := map[string]int{
-				"create/ok": 2, "create/canceled": 1, "create/unavailable": 1,
-				"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
-				"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
-			}
-			rec.waitCommitted(t, 3)
-			rec.mu.Lock()
-			defer rec.mu.Unlock()
-			if diff := cmp.Diff(want, rec.done); diff != "" {
-				t.Errorf("operations reported (-want +got):\n%s", diff)
-			}
-			// The canceled Create never reached the committer; the three
-			// others were each a batch of one.
-			if rec.batches != 3 || rec.committed != 3 {
-				t.Errorf("%d batches of %d Creates in all, want 3 of 1", rec.batches, rec.committed)
-			}
-			if rec.negative {
-				t.Error("a negative duration was reported")
-			}
-		})
-	}
-}
-
-// TestHooksBatchSizes creates plants from many goroutines at once: the
-// batch sizes add up to the number of Creates, whatever the batching.
-func TestHooksBatchSizes(t *testing.T) {
-	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	var rec recorder
-	s := openStore(t, db, SQLite, WithHooks(rec.hooks()))
-	const creates = 64
-	var wg sync.WaitGroup
-	for i := range creates {
-		wg.Go(func() {
-			if err := s.Create(context.Background(), plantstore.Plant{ID: int64(i), Name: "x"}); err != nil {
-				t.Errorf("Create(%d) = %v", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	rec.waitCommitted(t, creates)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.committed != creates || rec.batches < 1 || rec.batches > creates {
-		t.Errorf("%d batches of %d Creates in all, want %d Creates in 1 to %d batches", rec.batches, rec.committed, creates, creates)
-	}
+		want := map[string]int{
+			"create/ok": 2, "create/canceled": 1, "create/unavailable": 1,
+			"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
+			"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
+		}
+		rec.waitCommitted(t, 3)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if diff := cmp.Diff(want, rec.done); diff != "" {
+			t.Errorf("operations reported (-want +got):\n%s", diff)
+		}
+		// The canceled Create never reached the committer; the three
+		// others were each a batch of one.
+		if rec.batches != 3 || rec.committed != 3 {
+			t.Errorf("%d batches of %d Creates in all, want 3 of 1", rec.batches, rec.committed)
+		}
+		if rec.negative {
+			t.Error("a negative duration was reported")
+		}
+	})
 }
 
 // TestHooksWithoutGroupCommit shows that a Store that does not batch
 // reports no commits.
 func TestHooksWithoutGroupCommit(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
 	var rec recorder
-	s := openStore(t, db, SQLite, WithoutGroupCommit(), WithHooks(rec.hooks()))
-	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "x"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, sqliteBackend.open(t, WithoutGroupCommit(), WithHooks(rec.hooks())), "x", 1)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if diff := cmp.Diff(map[string]int{"create/ok": 1}, rec.done); diff != "" || rec.batches != 0 {
@@ -176,6 +144,8 @@ func TestHooksWithoutGroupCommit(t *testing.T) {
 
 func TestOutcomeOf(t *testing.T) {
 	t.Parallel()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
 	tests := []struct {
 		name string
 		err  error
@@ -187,7 +157,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"unavailable", failure(context.Background(), "x", errors.New("connection reset")), Unavailable},
 		{"driver timeout", failure(context.Background(), "x", context.DeadlineExceeded), Unavailable},
 		{"outcome unknown", fmt.Errorf("sqlstore: commit: %w: %w", plantstore.ErrOutcomeUnknown, plantstore.ErrUnavailable), OutcomeUnknown},
-		{"caller canceled", failure(canceledContext(), "x", errors.New("connection reset")), Canceled},
+		{"caller canceled", failure(canceled, "x", errors.New("connection reset")), Canceled},
 		{"caller deadline", fmt.Errorf("sqlstore: x: %w", context.DeadlineExceeded), Canceled},
 		{"other", fmt.Errorf("sqlstore: x: %w", errors.New("syntax error")), Failed},
 	}
@@ -198,12 +168,6 @@ func TestOutcomeOf(t *testing.T) {
 	}
 }
 
-func canceledContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
-
 // TestHooksCompose gives a Store two sets of Hooks and one of nothing, and
 // checks that every event reaches both sets, the first set's first; that
 // the second Start goes on from the context the first returned, and the
@@ -211,7 +175,6 @@ func canceledContext() context.Context {
 // called in the reverse order, the second set's first.
 func TestHooksCompose(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
 	type key struct{}
 	var mu sync.Mutex
 	var events []string
@@ -242,10 +205,8 @@ func TestHooksCompose(t *testing.T) {
 			},
 		}
 	}
-	s := openStore(t, db, SQLite, WithHooks(set("A")), WithHooks(Hooks{}), WithHooks(set("B")))
-	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
-		t.Fatal(err)
-	}
+	s := sqliteBackend.open(t, WithHooks(set("A")), WithHooks(Hooks{}), WithHooks(set("B")))
+	mustCreate(t, s, "Fern", 1)
 	if _, err := s.Plant(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -259,20 +220,6 @@ func TestHooksCompose(t *testing.T) {
 	mu.Lock()
 	got := slices.Clone(events)
 	mu.Unlock()
-	// Each group's events, in the order they came: each group's are
-	// told on one goroutine, the caller's or the committer's.
-	group := func(words ...string) []string {
-		var g []string
-		for _, e := range got {
-			for _, w := range words {
-				if strings.Contains(e, w) {
-					g = append(g, e)
-					break
-				}
-			}
-		}
-		return g
-	}
 	want := map[string][]string{
 		"create": {"A start create after ", "B start create after A",
 			"A done create ok", "B done create ok", "B end create ok", "A end create ok"},
@@ -280,8 +227,16 @@ func TestHooksCompose(t *testing.T) {
 		"read":      {"A start read after ", "B start read after A", "A done read ok", "B done read ok", "B end read ok", "A end read ok"},
 		"committed": {"A committed", "B committed"},
 	}
-	for name, words := range map[string][]string{"create": {"create"}, "batch": {"batch"}, "read": {"read"}, "committed": {"committed"}} {
-		if diff := cmp.Diff(want[name], group(words...)); diff != "" {
+	// Each group's events, in the order they came: each group's are
+	// told on one goroutine, the caller's or the committer's.
+	for name := range want {
+		var group []string
+		for _, e := range got {
+			if strings.Contains(e, name) {
+				group = append(group, e)
+			}
+		}
+		if diff := cmp.Diff(want[name], group); diff != "" {
 			t.Errorf("%s's hook calls (-want +got):\n%s", name, diff)
 		}
 	}
@@ -318,17 +273,19 @@ type ctxKey struct{}
 
 // TestContextHooks checks Start and Batch: each operation goes on with the
 // context Start returned, its end is told its outcome once, and every
-// Create reaches a batch with that context, each in exactly one batch.
+// Create reaches a batch with that context, each in exactly one batch; and
+// that the sizes Committed is told add up to the number of Creates,
+// whatever the batching, of Creates from many goroutines at once.
 func TestContextHooks(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
+	var rec recorder
 	var (
 		mu      sync.Mutex
 		ends    = map[string]int{} // "op/outcome" → end calls
 		joined  = map[int64]int{}  // plant id → batches its Create joined
 		batches []Outcome
 	)
-	s := openStore(t, db, SQLite, WithHooks(Hooks{
+	s := sqliteBackend.open(t, WithHooks(rec.hooks()), WithHooks(Hooks{
 		Start: func(ctx context.Context, op Op) (context.Context, func(Outcome)) {
 			id, _ := ctx.Value(ctxKey{}).(int64)
 			return context.WithValue(ctx, ctxKey{}, id+1000), func(k Outcome) {
@@ -351,7 +308,7 @@ func TestContextHooks(t *testing.T) {
 			}
 		},
 	}))
-	const creates = 32
+	const creates = 64
 	var wg sync.WaitGroup
 	for i := range int64(creates) {
 		wg.Go(func() {
@@ -372,6 +329,12 @@ func TestContextHooks(t *testing.T) {
 	if err := s.Delete(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
+	rec.waitCommitted(t, creates+1)
+	rec.mu.Lock()
+	if rec.committed != creates+1 || rec.batches < 1 || rec.batches > creates+1 {
+		t.Errorf("%d batches of %d Creates in all, want %d Creates in 1 to %d batches", rec.batches, rec.committed, creates+1, creates+1)
+	}
+	rec.mu.Unlock()
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -28,29 +28,28 @@ import (
 // plant is there when the file is opened again.
 func TestOpenSQLiteOwnsTheDB(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plants.db")
-	s, err := OpenSQLite(ctx, "sqlite", path, WithOutbox())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
-		t.Fatal(err)
-	}
+	s := openSQLite(t, path, WithOutbox())
+	mustCreate(t, s, "kept", 1)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	if err := s.db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "database is closed") {
+	if err := s.db.PingContext(context.Background()); err == nil || !strings.Contains(err.Error(), "database is closed") {
 		t.Errorf("Ping of the *sql.DB after Close = %v, want it closed", err)
 	}
-	s, err = OpenSQLite(ctx, "sqlite", path)
+	wantPlant(t, openSQLite(t, path), plantstore.Plant{ID: 1, Name: "kept"})
+}
+
+// openSQLite opens the SQLite file at path with OpenSQLite, closed in
+// t.Cleanup.
+func openSQLite(t *testing.T, path string, opts ...Option) *Store {
+	t.Helper()
+	s, err := OpenSQLite(context.Background(), "sqlite", path, opts...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("OpenSQLite(%s) = %v", path, err)
 	}
-	defer s.Close()
-	if p, err := s.Plant(ctx, 1); err != nil || p.Name != "kept" {
-		t.Errorf("Plant(1) after reopening = %+v, %v; want the plant kept", p, err)
-	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestOpenSQLiteRefusesAForeignFileUnchanged checks that OpenSQLite
@@ -104,19 +103,14 @@ func TestOpenSQLiteOnAFullDisk(t *testing.T) {
 	ctx := context.Background()
 	dir := dirtest.Tmpfs(t, 2<<20)
 	path := filepath.Join(dir, "plants.db")
-	s, err := OpenSQLite(ctx, "sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "before"}); err != nil {
-		t.Fatal(err)
-	}
+	s := openSQLite(t, path)
+	mustCreate(t, s, "before", 1)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	filler := dirtest.Fill(t, dir)
 
-	_, err = OpenSQLite(ctx, "sqlite", path)
+	_, err := OpenSQLite(ctx, "sqlite", path)
 	full, ok := errors.AsType[*DiskFullError](err)
 	if !ok || !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("OpenSQLite on a full disk = %v, want a *DiskFullError wrapping ErrDiskFull", err)
@@ -132,37 +126,7 @@ func TestOpenSQLiteOnAFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenSQLite(ctx, "sqlite", path)
-	if err != nil {
-		t.Fatalf("OpenSQLite once space is free = %v", err)
-	}
-	defer s.Close()
-	if p, err := s.Plant(ctx, 1); err != nil || p.Name != "before" {
-		t.Errorf("Plant(1) once space is free = %+v, %v; want the plant kept", p, err)
-	}
-}
-
-// showSettings returns what s's sessions have for lock_timeout and
-// idle_in_transaction_session_timeout, and how many named prepared
-// statements one session holds after a query with a parameter.
-func showSettings(t *testing.T, s *Store) (lock, idle string, prepared int) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var n int
-	if err := conn.QueryRowContext(ctx, `SELECT $1::int`, 1).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	err = conn.QueryRowContext(ctx, `SELECT current_setting('lock_timeout'), current_setting('idle_in_transaction_session_timeout'),
-		(SELECT count(*) FROM pg_prepared_statements)`).Scan(&lock, &idle, &prepared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lock, idle, prepared
+	wantPlant(t, openSQLite(t, path), plantstore.Plant{ID: 1, Name: "before"})
 }
 
 // TestOpenPostgresSessionSettings checks what OpenPostgres gives every
@@ -172,30 +136,39 @@ func showSettings(t *testing.T, s *Store) (lock, idle string, prepared int) {
 func TestOpenPostgresSessionSettings(t *testing.T) {
 	t.Parallel()
 	dsn := testkit.PostgresDatabase(t)
-	tests := []struct {
-		name         string
-		params       string
-		wantLock     string
-		wantIdle     string
-		wantPrepared bool
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name, params       string
+		wantLock, wantIdle string
+		wantPrepared       bool
 	}{
-		{name: "defaults", wantLock: "100ms", wantIdle: "2s"},
-		{name: "the URL's timeout", params: "lock_timeout=250", wantLock: "250ms", wantIdle: "2s"},
-		{name: "the URL's query mode", params: "default_query_exec_mode=cache_statement", wantLock: "100ms", wantIdle: "2s", wantPrepared: true},
-	}
-	for _, tt := range tests {
+		{"defaults", "", "100ms", "2s", false},
+		{"the URL's timeout", "&lock_timeout=250", "250ms", "2s", false},
+		{"the URL's query mode", "&default_query_exec_mode=cache_statement", "100ms", "2s", true},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			u := dsn
-			if tt.params != "" {
-				u += "&" + tt.params
-			}
-			s, err := OpenPostgres(context.Background(), "pgx", u,
-				WithLockTimeout(100*time.Millisecond), WithIdleInTransactionTimeout(2*time.Second))
+			s, err := OpenPostgres(ctx, "pgx", dsn+tt.params, WithLockTimeout(100*time.Millisecond), WithIdleInTransactionTimeout(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			lock, idle, prepared := showSettings(t, s)
+			// One session's settings, and the named prepared statements
+			// it holds after a query with a parameter.
+			conn, err := s.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var lock, idle string
+			var n, prepared int
+			if err := conn.QueryRowContext(ctx, `SELECT $1::int`, 1).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			err = conn.QueryRowContext(ctx, `SELECT current_setting('lock_timeout'), current_setting('idle_in_transaction_session_timeout'),
+				(SELECT count(*) FROM pg_prepared_statements)`).Scan(&lock, &idle, &prepared)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if lock != tt.wantLock || idle != tt.wantIdle || (prepared > 0) != tt.wantPrepared {
 				t.Errorf("session: lock_timeout %s, idle_in_transaction_session_timeout %s, %d named statements; want %s, %s, named statements %v",
 					lock, idle, prepared, tt.wantLock, tt.wantIdle, tt.wantPrepared)
@@ -282,40 +255,21 @@ func TestOpenPostgresErrorsHideSecrets(t *testing.T) {
 	closed := ln.Addr().String() // nothing listens there once closed
 	ln.Close()
 	const secret = "s3cretpw"
-	tests := []struct {
-		name        string
-		dsn         string
+	for _, tt := range []struct {
+		name, dsn   string
 		wantErr     error
 		wantMessage string
 		// permanent is set when no retry can mend the error: it must not
 		// wrap ErrUnavailable.
 		permanent bool
 	}{
-		{
-			name:        "nothing listens",
-			dsn:         "postgres://u:" + secret + "@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=" + secret,
-			wantErr:     plantstore.ErrUnavailable,
-			wantMessage: "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=xxxxx: ",
-		},
-		{
-			name:        "the driver refuses a parameter",
-			dsn:         "postgres://u:" + secret + "@" + closed + "/db?sslmode=bogus&auth_token=" + secret,
-			wantMessage: "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=bogus&auth_token=xxxxx: cannot parse `",
-			permanent:   true,
-		},
-		{
-			name:        "a URL that does not parse",
-			dsn:         "postgres://u:" + secret + "@h/db%zz",
-			wantMessage: "open PostgreSQL (a database URL that does not parse): ",
-		},
-		{
-			name:        "not a URL",
-			dsn:         "host=h user=u password=" + secret,
-			wantErr:     errNotPostgresURL,
-			wantMessage: "sqlstore: open PostgreSQL: want a postgres:// or postgresql:// URL",
-		},
-	}
-	for _, tt := range tests {
+		{"nothing listens", "postgres://u:" + secret + "@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=" + secret,
+			plantstore.ErrUnavailable, "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=disable&connect_timeout=5&sslpassword=xxxxx: ", false},
+		{"the driver refuses a parameter", "postgres://u:" + secret + "@" + closed + "/db?sslmode=bogus&auth_token=" + secret,
+			nil, "open PostgreSQL postgres://u:xxxxx@" + closed + "/db?sslmode=bogus&auth_token=xxxxx: cannot parse `", true},
+		{"a URL that does not parse", "postgres://u:" + secret + "@h/db%zz", nil, "open PostgreSQL (a database URL that does not parse): ", false},
+		{"not a URL", "host=h user=u password=" + secret, errNotPostgresURL, "sqlstore: open PostgreSQL: want a postgres:// or postgresql:// URL", false},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s, err := OpenPostgres(context.Background(), "pgx", tt.dsn, WithLogger(slog.New(slog.DiscardHandler)))

@@ -13,28 +13,17 @@ import (
 )
 
 // The Outbox contract itself (fan-out, claims, leases, retries, acks,
-// Depth, concurrent owners on one Store) is checked by storagetest.Run, in
-// TestStorage. The tests here check what is this package's own: no events
-// without WithOutbox, several Stores on separate *sql.DBs sharing one
-// outbox as processes do (FOR UPDATE SKIP LOCKED on PostgreSQL, SQLite's
-// file lock), the rows left, and WithOutboxMaxPending.
+// Depth, concurrent owners on one Store, runs) is checked by
+// storagetest.Run, in TestStorage. The tests here check what is this
+// package's own: several Stores on separate *sql.DBs sharing one outbox
+// as processes do (FOR UPDATE SKIP LOCKED on PostgreSQL, SQLite's file
+// lock), the rows left, and WithOutboxMaxPending; TestCreateWritesRows
+// checks that a Store without WithOutbox records no event.
 
 // allEvents returns every event in s's outbox, by ascending seq.
 func allEvents(t *testing.T, s *Store) []plantstore.Event {
 	t.Helper()
-	rows, err := s.db.Query(`SELECT seq FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatalf("read events: %v", err)
-	}
-	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			t.Fatal(err)
-		}
-		seqs = append(seqs, seq)
-	}
-	rows.Close()
+	seqs := queryInts(t, s.db, `SELECT seq FROM events ORDER BY seq`)
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -47,26 +36,6 @@ func allEvents(t *testing.T, s *Store) []plantstore.Event {
 		events = append(events, byseq[seq])
 	}
 	return events
-}
-
-func TestNoOutboxRecordsNoEvents(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect)
-			ctx := context.Background()
-			if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "quiet"}); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := s.FanOut(ctx, []string{"a"}, 10); err != nil || n != 0 {
-				t.Errorf("FanOut() without the outbox = %d, %v, want 0", n, err)
-			}
-			if n, err := s.Depth(ctx); err != nil || n != 0 {
-				t.Errorf("Depth() without the outbox = %d, %v, want 0", n, err)
-			}
-		})
-	}
 }
 
 // claimSeqs claims for owner and returns the seqs claimed.
@@ -90,110 +59,106 @@ func claimSeqs(t *testing.T, s *Store, sub, owner string, until time.Time, limit
 // It is one piece: the owners' loops and the count of claims share the one outbox and its state.
 func TestOutboxConcurrentOwners(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			_, dsn := be.newDB(t)
-			const owners, events = 3, 300
-			stores := make([]*Store, owners)
-			// Six claimers in tight loops contend for one SQLite file
-			// lock with the creates; the test is about claims, not about
-			// how long a create waits, so it waits long.
-			for i := range stores {
-				stores[i] = openStore(t, openDB(t, be.driver, dsn), be.dialect, WithOutbox(), WithTimeout(time.Minute))
-			}
-			ctx := context.Background()
-			subs := []string{"a", "b"}
-			var (
-				mu      sync.Mutex
-				claimed = map[string]int{} // "sub/seq" → claims
-				wg      sync.WaitGroup
-				created sync.WaitGroup
-			)
-			// Creates come from several goroutines, so that group commit
-			// batches them as it would a server's.
-			const creators = 16
-			created.Add(creators)
-			for c := range int64(creators) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		_, dsn := be.newDB(t)
+		const owners, events = 3, 300
+		stores := make([]*Store, owners)
+		// Six claimers in tight loops contend for one SQLite file
+		// lock with the creates; the test is about claims, not about
+		// how long a create waits, so it waits long.
+		for i := range stores {
+			stores[i] = openStore(t, openDB(t, be.driver, dsn), be.dialect, WithOutbox(), WithTimeout(time.Minute))
+		}
+		ctx := context.Background()
+		subs := []string{"a", "b"}
+		var (
+			mu      sync.Mutex
+			claimed = map[string]int{} // "sub/seq" → claims
+			wg      sync.WaitGroup
+			created sync.WaitGroup
+		)
+		// Creates come from several goroutines, so that group commit
+		// batches them as it would a server's.
+		const creators = 16
+		created.Add(creators)
+		for c := range int64(creators) {
+			wg.Go(func() {
+				defer created.Done()
+				for id := c; id < events; id += creators {
+					if err := stores[id%owners].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+						t.Errorf("Create(%d) = %v", id, err)
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { created.Wait(); close(done) }()
+		for i, s := range stores {
+			for _, sub := range subs {
 				wg.Go(func() {
-					defer created.Done()
-					for id := c; id < events; id += creators {
-						if err := stores[id%owners].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-							t.Errorf("Create(%d) = %v", id, err)
+					owner := fmt.Sprint("owner-", i)
+					for {
+						finished := false
+						select {
+						case <-done:
+							finished = true
+						default:
+						}
+						if _, err := s.FanOut(ctx, subs, 50); err != nil {
+							t.Errorf("FanOut() = %v", err)
 							return
+						}
+						ds, err := s.Claim(ctx, sub, owner, time.Now().Add(time.Hour), 20)
+						if err != nil {
+							t.Errorf("Claim() = %v", err)
+							return
+						}
+						var seqs []int64
+						mu.Lock()
+						for _, d := range ds {
+							claimed[fmt.Sprint(sub, "/", d.Seq)]++
+							seqs = append(seqs, d.Seq)
+						}
+						mu.Unlock()
+						if err := s.Ack(ctx, sub, seqs); err != nil {
+							t.Errorf("Ack() = %v", err)
+							return
+						}
+						if len(ds) == 0 {
+							if finished {
+								if n, err := s.Depth(ctx); err != nil || n == 0 {
+									return
+								}
+							}
+							// An idle owner polls, as a Dispatcher does,
+							// instead of holding SQLite's write lock in a
+							// loop.
+							time.Sleep(10 * time.Millisecond)
 						}
 					}
 				})
 			}
-			done := make(chan struct{})
-			go func() { created.Wait(); close(done) }()
-			for i, s := range stores {
-				for _, sub := range subs {
-					wg.Go(func() {
-						owner := fmt.Sprint("owner-", i)
-						for {
-							finished := false
-							select {
-							case <-done:
-								finished = true
-							default:
-							}
-							if _, err := s.FanOut(ctx, subs, 50); err != nil {
-								t.Errorf("FanOut() = %v", err)
-								return
-							}
-							ds, err := s.Claim(ctx, sub, owner, time.Now().Add(time.Hour), 20)
-							if err != nil {
-								t.Errorf("Claim() = %v", err)
-								return
-							}
-							var seqs []int64
-							mu.Lock()
-							for _, d := range ds {
-								claimed[fmt.Sprint(sub, "/", d.Seq)]++
-								seqs = append(seqs, d.Seq)
-							}
-							mu.Unlock()
-							if err := s.Ack(ctx, sub, seqs); err != nil {
-								t.Errorf("Ack() = %v", err)
-								return
-							}
-							if len(ds) == 0 {
-								if finished {
-									if n, err := s.Depth(ctx); err != nil || n == 0 {
-										return
-									}
-								}
-								// An idle owner polls, as a Dispatcher does,
-								// instead of holding SQLite's write lock in a
-								// loop.
-								time.Sleep(10 * time.Millisecond)
-							}
-						}
-					})
-				}
+		}
+		wg.Wait()
+		dups := 0
+		for k, n := range claimed {
+			if n != 1 {
+				dups++
+				t.Errorf("delivery %s claimed %d times", k, n)
 			}
-			wg.Wait()
-			dups := 0
-			for k, n := range claimed {
-				if n != 1 {
-					dups++
-					t.Errorf("delivery %s claimed %d times", k, n)
-				}
-			}
-			if len(claimed) != events*len(subs) {
-				t.Errorf("%d deliveries claimed, want %d", len(claimed), events*len(subs))
-			}
-			if n, err := stores[0].Depth(ctx); err != nil || n != 0 {
-				t.Errorf("Depth() at the end = %d, %v, want 0", n, err)
-			}
-			var left int
-			if err := stores[0].db.QueryRow(`SELECT count(*) FROM webhook_deliveries`).Scan(&left); err != nil || left != 0 {
-				t.Errorf("%d delivery rows left (%v), want 0", left, err)
-			}
-			t.Logf("%d owners, %d events, %d subscribers: %d deliveries claimed, %d more than once", owners, events, len(subs), len(claimed), dups)
-		})
-	}
+		}
+		if len(claimed) != events*len(subs) {
+			t.Errorf("%d deliveries claimed, want %d", len(claimed), events*len(subs))
+		}
+		if n, err := stores[0].Depth(ctx); err != nil || n != 0 {
+			t.Errorf("Depth() at the end = %d, %v, want 0", n, err)
+		}
+		if left := queryInt(t, stores[0].db, `SELECT count(*) FROM webhook_deliveries`); left != 0 {
+			t.Errorf("%d delivery rows left, want 0", left)
+		}
+		t.Logf("%d owners, %d events, %d subscribers: %d deliveries claimed, %d more than once", owners, events, len(subs), len(claimed), dups)
+	})
 }
 
 // TestOutboxMaxPending bounds the outbox to three events and checks that
@@ -201,71 +166,52 @@ func TestOutboxConcurrentOwners(t *testing.T) {
 // subscriber, counts them, and leaves alone the events that ended.
 func TestOutboxMaxPending(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect, WithOutbox(), WithOutboxMaxPending(3))
-			ctx := context.Background()
-			subs := []string{"a", "b"}
-			until := time.Now().Add(time.Hour)
-			create := func(ids ...int64) {
-				t.Helper()
-				for _, id := range ids {
-					if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-						t.Fatalf("Create(%d) = %v", id, err)
-					}
-				}
+	eachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t, WithOutbox(), WithOutboxMaxPending(3))
+		ctx := context.Background()
+		subs := []string{"a", "b"}
+		fanOut := func(want int) {
+			t.Helper()
+			if n, err := s.FanOut(ctx, subs, 100); err != nil || n != want {
+				t.Fatalf("FanOut() = %d, %v; want %d, nil", n, err, want)
 			}
-			fanOut := func(want int) {
-				t.Helper()
-				if n, err := s.FanOut(ctx, subs, 100); err != nil || n != want {
-					t.Fatalf("FanOut() = %d, %v; want %d, nil", n, err, want)
-				}
-			}
-			plantIDs := func(seqs []int64) []int64 {
-				t.Helper()
-				byseq := map[int64]int64{}
-				for _, e := range allEvents(t, s) {
-					byseq[e.Seq] = e.Plant.ID
-				}
-				ids := []int64{}
-				for _, seq := range seqs {
-					ids = append(ids, byseq[seq])
-				}
-				return ids
-			}
+		}
 
-			create(1, 2)
-			fanOut(2)
-			create(3, 4, 5, 6, 7)
-			// Events 1 to 4 are more than three behind event 7: 1 and 2
-			// fanned out, 3 and 4 not.
-			fanOut(3)
-			if got := s.Dropped(); got != 4 {
-				t.Errorf("Dropped() = %d, want 4", got)
+		mustCreate(t, s, "p", 1, 2)
+		fanOut(2)
+		mustCreate(t, s, "p", 3, 4, 5, 6, 7)
+		// Events 1 to 4 are more than three behind event 7: 1 and 2
+		// fanned out, 3 and 4 not.
+		fanOut(3)
+		if got := s.Dropped(); got != 4 {
+			t.Errorf("Dropped() = %d, want 4", got)
+		}
+		for _, sub := range subs {
+			ds, err := s.Claim(ctx, sub, "o", time.Now().Add(time.Hour), 100)
+			var got []int64
+			for _, d := range ds {
+				got = append(got, d.Plant.ID)
 			}
-			for _, sub := range subs {
-				if diff := cmp.Diff([]int64{5, 6, 7}, plantIDs(claimSeqs(t, s, sub, "o", until, 100))); diff != "" {
-					t.Errorf("plants claimed for %s (-want +got):\n%s", sub, diff)
-				}
+			if diff := cmp.Diff([]int64{5, 6, 7}, got); err != nil || diff != "" {
+				t.Errorf("plants claimed for %s (%v) (-want +got):\n%s", sub, err, diff)
 			}
+		}
 
-			// Event 5 ends for both subscribers: it is not counted again
-			// when event 8 pushes it out of the bound.
-			seq5 := allEvents(t, s)[0].Seq
-			for _, sub := range subs {
-				if err := s.Ack(ctx, sub, []int64{seq5}); err != nil {
-					t.Fatal(err)
-				}
+		// Event 5 ends for both subscribers: it is not counted again
+		// when event 8 pushes it out of the bound.
+		seq5 := allEvents(t, s)[0].Seq
+		for _, sub := range subs {
+			if err := s.Ack(ctx, sub, []int64{seq5}); err != nil {
+				t.Fatal(err)
 			}
-			create(8)
-			fanOut(1)
-			if got := s.Dropped(); got != 4 {
-				t.Errorf("Dropped() = %d after an ended event left the bound, want still 4", got)
-			}
-			if n, err := s.Depth(ctx); err != nil || n != 3 {
-				t.Errorf("Depth() = %d, %v; want 3, nil", n, err)
-			}
-		})
-	}
+		}
+		mustCreate(t, s, "p", 8)
+		fanOut(1)
+		if got := s.Dropped(); got != 4 {
+			t.Errorf("Dropped() = %d after an ended event left the bound, want still 4", got)
+		}
+		if n, err := s.Depth(ctx); err != nil || n != 3 {
+			t.Errorf("Depth() = %d, %v; want 3, nil", n, err)
+		}
+	})
 }

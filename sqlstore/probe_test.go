@@ -14,37 +14,32 @@ import (
 // closed database fails it with ErrUnavailable.
 func TestProbeWrite(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect)
-			ctx := context.Background()
-			for i := range 3 {
-				if err := s.ProbeWrite(ctx); err != nil {
-					t.Fatalf("ProbeWrite %d = %v, want nil", i, err)
-				}
+	eachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		ctx := context.Background()
+		for i := range 3 {
+			if err := s.ProbeWrite(ctx); err != nil {
+				t.Fatalf("ProbeWrite %d = %v, want nil", i, err)
 			}
-			// Each probe is a committed write, not one the database may
-			// skip as a no-op.
-			var n int
-			if err := db.QueryRow(`SELECT n FROM write_probe WHERE id = `+s.q.param(1), s.probeID).Scan(&n); err != nil || n != 3 {
-				t.Errorf("write_probe.n after 3 probes = %d (%v), want 3", n, err)
-			}
-			db.Close()
-			if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("ProbeWrite on a closed database = %v, want ErrUnavailable", err)
-			}
-		})
-	}
+		}
+		// Each probe is a committed write, not one the database may
+		// skip as a no-op.
+		if n := queryInt(t, s.db, `SELECT n FROM write_probe WHERE id = `+s.q.param(1), s.probeID); n != 3 {
+			t.Errorf("write_probe.n after 3 probes = %d, want 3", n)
+		}
+		s.db.Close()
+		if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
+			t.Errorf("ProbeWrite on a closed database = %v, want ErrUnavailable", err)
+		}
+	})
 }
 
 // TestProbeWriteOnReadOnlyPostgres shows that a session that may not write
 // fails the probe with ErrUnavailable, though the database answers reads.
 func TestProbeWriteOnReadOnlyPostgres(t *testing.T) {
 	t.Parallel()
-	db, _ := postgresBackend.newDB(t)
-	s := openStore(t, db, Postgres)
-	ctx := context.Background()
+	s := postgresBackend.open(t)
+	db, ctx := s.db, context.Background()
 	// One connection, so that the session setting holds for every call.
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(`SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY`); err != nil {
@@ -87,8 +82,7 @@ func TestProbeWriteRowPerStore(t *testing.T) {
 	}
 	held.Rollback()
 	b.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM write_probe WHERE id = $1`, b.probeID).Scan(&n); err != nil || n != 0 {
-		t.Errorf("rows of a closed Store's probe = %d (%v), want 0", n, err)
+	if n := queryInt(t, db, `SELECT count(*) FROM write_probe WHERE id = $1`, b.probeID); n != 0 {
+		t.Errorf("rows of a closed Store's probe = %d, want 0", n)
 	}
 }

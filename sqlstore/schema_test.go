@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -25,116 +24,91 @@ func version(t *testing.T, db *sql.DB) int {
 
 func TestReopenKeepsSchemaAndPlants(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			ctx := context.Background()
-			db, dsn := be.newDB(t)
-			s := openStore(t, db, be.dialect)
-			want := plantstore.Plant{ID: 1, Name: "kept", HasTag: true}
-			if err := s.Create(ctx, want); err != nil {
-				t.Fatal(err)
-			}
-			s.Close()
-			db.Close()
+	eachBackend(t, func(t *testing.T, be backend) {
+		db, dsn := be.newDB(t)
+		s := openStore(t, db, be.dialect)
+		want := plantstore.Plant{ID: 1, Name: "kept", HasTag: true}
+		if err := s.Create(context.Background(), want); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		db.Close()
 
-			db = openDB(t, be.driver, dsn)
-			s = openStore(t, db, be.dialect)
-			if got := version(t, db); got != len(migrations) {
-				t.Errorf("schema version after reopen = %d, want %d", got, len(migrations))
-			}
-			var rows int
-			if err := db.QueryRow(`SELECT count(*) FROM schema_version`).Scan(&rows); err != nil || rows != 1 {
-				t.Errorf("schema_version has %d rows (%v), want 1", rows, err)
-			}
-			got, err := s.Plant(ctx, 1)
-			if err != nil {
-				t.Fatalf("Plant(1) after reopen = %v", err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("plant after reopen mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+		db = openDB(t, be.driver, dsn)
+		s = openStore(t, db, be.dialect)
+		if got := version(t, db); got != len(migrations) {
+			t.Errorf("schema version after reopen = %d, want %d", got, len(migrations))
+		}
+		if rows := queryInt(t, db, `SELECT count(*) FROM schema_version`); rows != 1 {
+			t.Errorf("schema_version has %d rows, want 1", rows)
+		}
+		wantPlant(t, s, want)
+	})
 }
 
 func TestMigrateFromOlderVersion(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			ctx := context.Background()
-			db, _ := be.newDB(t)
-			if err := migrate(ctx, db, be.dialect, migrations[:1]); err != nil {
-				t.Fatalf("migrate to version 1: %v", err)
-			}
-			if got := version(t, db); got != 1 {
-				t.Fatalf("schema version = %d, want 1", got)
-			}
-			if _, err := db.Exec(`INSERT INTO plants (id, name, tag) VALUES (7, 'old', NULL)`); err != nil {
-				t.Fatal(err)
-			}
-			s := openStore(t, db, be.dialect, WithOutbox())
-			if got := version(t, db); got != len(migrations) {
-				t.Errorf("schema version after Open = %d, want %d", got, len(migrations))
-			}
-			got, err := s.Plant(ctx, 7)
-			if err != nil {
-				t.Fatalf("Plant(7) after migration = %v", err)
-			}
-			if diff := cmp.Diff(plantstore.Plant{ID: 7, Name: "old"}, got); diff != "" {
-				t.Errorf("plant after migration mismatch (-want +got):\n%s", diff)
-			}
-			if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "new"}); err != nil {
-				t.Fatalf("Create after migration = %v", err)
-			}
-			if events := allEvents(t, s); len(events) != 1 {
-				t.Errorf("events after migration = %v, want one", events)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		db, _ := be.newDB(t)
+		if err := migrate(ctx, db, be.dialect, migrations[:1]); err != nil {
+			t.Fatalf("migrate to version 1: %v", err)
+		}
+		if got := version(t, db); got != 1 {
+			t.Fatalf("schema version = %d, want 1", got)
+		}
+		if _, err := db.Exec(`INSERT INTO plants (id, name, tag) VALUES (7, 'old', NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		s := openStore(t, db, be.dialect, WithOutbox())
+		if got := version(t, db); got != len(migrations) {
+			t.Errorf("schema version after Open = %d, want %d", got, len(migrations))
+		}
+		wantPlant(t, s, plantstore.Plant{ID: 7, Name: "old"})
+		mustCreate(t, s, "new", 8)
+		if events := allEvents(t, s); len(events) != 1 {
+			t.Errorf("events after migration = %v, want one", events)
+		}
+	})
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			openStore(t, db, be.dialect).Close()
-			if _, err := db.Exec(`UPDATE schema_version SET version = version + 1`); err != nil {
-				t.Fatal(err)
-			}
-			s, err := Open(context.Background(), db, be.dialect)
-			if !errors.Is(err, ErrSchemaTooNew) {
-				t.Errorf("Open of a newer schema = %v, %v, want ErrSchemaTooNew", s, err)
-			}
-			if err := migrate(context.Background(), db, be.dialect, migrations); !errors.Is(err, ErrSchemaTooNew) {
-				t.Errorf("migrate of a newer schema = %v, want ErrSchemaTooNew", err)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		db, _ := be.newDB(t)
+		openStore(t, db, be.dialect).Close()
+		if _, err := db.Exec(`UPDATE schema_version SET version = version + 1`); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(context.Background(), db, be.dialect)
+		if !errors.Is(err, ErrSchemaTooNew) {
+			t.Errorf("Open of a newer schema = %v, %v, want ErrSchemaTooNew", s, err)
+		}
+		if err := migrate(context.Background(), db, be.dialect, migrations); !errors.Is(err, ErrSchemaTooNew) {
+			t.Errorf("migrate of a newer schema = %v, want ErrSchemaTooNew", err)
+		}
+	})
 }
 
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			// Openers of a new SQLite file race to switch it to WAL, and
-			// SQLite answers the losers SQLITE_BUSY without waiting; before
-			// Open retried that, about one round in seventy failed. Many
-			// new files make such a failure likely to show; -short makes
-			// fewer.
-			rounds := 1
-			if be.dialect == SQLite {
-				rounds = 50
-				if testing.Short() {
-					rounds = 10
-				}
+	eachBackend(t, func(t *testing.T, be backend) {
+		// Openers of a new SQLite file race to switch it to WAL, and
+		// SQLite answers the losers SQLITE_BUSY without waiting; before
+		// Open retried that, about one round in seventy failed. Many
+		// new files make such a failure likely to show; -short makes
+		// fewer.
+		rounds := 1
+		if be.dialect == SQLite {
+			rounds = 50
+			if testing.Short() {
+				rounds = 10
 			}
-			for range rounds {
-				concurrentOpens(t, be)
-			}
-		})
-	}
+		}
+		for range rounds {
+			concurrentOpens(t, be)
+		}
+	})
 }
 
 func concurrentOpens(t *testing.T, be backend) {
@@ -168,40 +142,16 @@ func concurrentOpens(t *testing.T, be backend) {
 
 func TestOpenRefusesWeakSQLiteSettings(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		params string
-	}{
-		{"rollback journal", "_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)"},
-		{"synchronous normal", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"},
-		{"synchronous off", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)"},
-		{"no busy timeout", "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "plants.db")
-			db := openDB(t, "sqlite", "file:"+path+"?"+tt.params)
-			s, err := Open(context.Background(), db, SQLite)
-			if !errors.Is(err, ErrNotDurable) {
-				t.Errorf("Open with %s = %v, %v, want ErrNotDurable", tt.params, s, err)
-			}
-		})
-	}
-}
-
-func TestSQLiteDSNEscapesPath(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "a dir?#%", "plants.db")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	db := openDB(t, "sqlite", SQLiteDSN(path))
-	s := openStore(t, db, SQLite)
-	if err := s.Create(context.Background(), plantstore.Plant{ID: 1}); err != nil {
-		t.Fatalf("Create = %v", err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Errorf("database not at %q: %v", path, err)
+	for name, params := range map[string]string{
+		"rollback journal":   "_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)",
+		"synchronous normal": "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
+		"synchronous off":    "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)",
+		"no busy timeout":    "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)",
+	} {
+		db := openDB(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "plants.db")+"?"+params)
+		if s, err := Open(context.Background(), db, SQLite); !errors.Is(err, ErrNotDurable) {
+			t.Errorf("Open with %s (%s) = %v, %v, want ErrNotDurable", name, params, s, err)
+		}
 	}
 }
 
@@ -229,21 +179,9 @@ func TestMigrateOutboxInFlight(t *testing.T) {
 	if n, err := s.FanOut(ctx, []string{"a", "b"}, 10); err != nil || n != 2 {
 		t.Fatalf("FanOut() after the migration = %d, %v; want 2: events 3 and 4", n, err)
 	}
-	var rows []string
-	r, err := db.Query(`SELECT subscriber || '/' || seq FROM webhook_deliveries ORDER BY seq, subscriber`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r.Next() {
-		var v string
-		if err := r.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, v)
-	}
-	r.Close()
+	rows, err := column(ctx, db, `SELECT subscriber || '/' || seq FROM webhook_deliveries ORDER BY seq, subscriber`)
 	want := []string{"a/1", "a/2", "b/2", "a/3", "b/3", "a/4", "b/4"}
-	if diff := cmp.Diff(want, rows); diff != "" {
-		t.Errorf("deliveries after the migration mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, rows); err != nil || diff != "" {
+		t.Errorf("deliveries after the migration (%v) mismatch (-want +got):\n%s", err, diff)
 	}
 }

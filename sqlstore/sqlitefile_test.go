@@ -59,6 +59,20 @@ func openSQLiteStore(t *testing.T, path string) *Store {
 	return openStore(t, openDB(t, "sqlite", SQLiteDSN(path)), SQLite)
 }
 
+// oddDir makes a directory whose name needs escaping in a SQLite URI.
+func oddDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "a dir?#%")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestPrepareSQLiteFileAcceptsPlantstoreFiles checks that PrepareSQLiteFile
+// accepts a new file or plantstore's, in a directory whose name needs
+// escaping in a SQLite URI, and that a Store opened with SQLiteDSN then
+// writes to that file.
 func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -76,11 +90,10 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 			execSQLite(t, path, `PRAGMA user_version = 7`)
 		}, "nothing in it to belong to another application"},
 		{"plantstore database", func(t *testing.T, path string) {
-			s := openSQLiteStore(t, path)
-			if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
-				t.Fatal(err)
-			}
-		}, ""},
+			s := openSQLite(t, path)
+			mustCreate(t, s, "kept", 1)
+			s.Close()
+		}, "closed, its tables in the file"},
 		{"plantstore database written before the application ID", func(t *testing.T, path string) {
 			db := openDB(t, "sqlite", SQLiteDSN(path))
 			if err := migrate(context.Background(), db, SQLite, migrations[:2]); err != nil {
@@ -97,27 +110,17 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 		{"plantstore database in use, its tables in the WAL", func(t *testing.T, path string) {
 			// A Store still open leaves -wal and -shm beside the file,
 			// and the tables in the WAL until a checkpoint.
-			s := openSQLiteStore(t, path)
-			if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "kept"}); err != nil {
-				t.Fatal(err)
-			}
+			mustCreate(t, openSQLiteStore(t, path), "kept", 1)
 		}, "read through the WAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "a dir?#%")
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "plants.db")
+			path := filepath.Join(oddDir(t), "plants.db")
 			tt.setup(t, path)
 			if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
 				t.Fatalf("PrepareSQLiteFile = %v, want nil (%s)", err, tt.reason)
 			}
-			s := openSQLiteStore(t, path)
-			if err := s.Create(context.Background(), plantstore.Plant{ID: 2, Name: "new"}); err != nil {
-				t.Fatalf("Create after PrepareSQLiteFile = %v", err)
-			}
+			mustCreate(t, openSQLiteStore(t, path), "new", 2)
 			if got := readApplicationID(t, path); got != ApplicationID {
 				t.Errorf("application_id after Open = %#x, want %#x", got, ApplicationID)
 			}
@@ -125,59 +128,67 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 	}
 }
 
-// foreignFiles are files that are not plantstore's, each written at path.
-var foreignFiles = []struct {
-	name  string
-	write func(t *testing.T, path string)
-}{
-	{"SQLite with its own plants table", func(t *testing.T, path string) {
-		execSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
-			`INSERT INTO plants VALUES (1, 'fern')`)
-	}},
-	{"SQLite with customers", func(t *testing.T, path string) {
-		execSQLite(t, path, `CREATE TABLE customers (a)`)
-	}},
-	{"SQLite with another application ID", func(t *testing.T, path string) {
-		execSQLite(t, path, `PRAGMA application_id = 42`)
-	}},
-	{"SQLite in WAL mode", func(t *testing.T, path string) {
-		execSQLite(t, path, `PRAGMA journal_mode = WAL`, `CREATE TABLE customers (a)`)
-	}},
-	{"text file", func(t *testing.T, path string) {
-		if err := os.WriteFile(path, []byte("name,tag\nfern,green\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}},
-	{"binary file", func(t *testing.T, path string) {
-		b := make([]byte, 8192)
-		rand.Read(b)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}},
-}
-
-func TestPrepareSQLiteFileRefusesForeignFilesUnchanged(t *testing.T) {
+// TestPrepareSQLiteFileRefuses checks that PrepareSQLiteFile refuses a
+// file that is not plantstore's with a *notPlantstoreErr naming it, and a
+// path it cannot use with an *fs.PathError, neither wrapping
+// ErrUnavailable, and that it changes no file.
+func TestPrepareSQLiteFileRefuses(t *testing.T) {
 	t.Parallel()
-	for _, ff := range foreignFiles {
-		t.Run(ff.name, func(t *testing.T) {
-			// The directory's name needs escaping in a SQLite URI.
-			dir := filepath.Join(t.TempDir(), "a dir?#%")
-			if err := os.Mkdir(dir, 0o755); err != nil {
+	// foreign returns a row's path func: it writes plants.db with write.
+	foreign := func(write func(t *testing.T, path string)) func(t *testing.T, dir string) string {
+		return func(t *testing.T, dir string) string {
+			path := filepath.Join(dir, "plants.db")
+			write(t, path)
+			return path
+		}
+	}
+	sqlite := func(stmts ...string) func(t *testing.T, dir string) string {
+		return foreign(func(t *testing.T, path string) { execSQLite(t, path, stmts...) })
+	}
+	file := func(data []byte) func(t *testing.T, dir string) string {
+		return foreign(func(t *testing.T, path string) {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, "plants.db")
-			ff.write(t, path)
+		})
+	}
+	binary := make([]byte, 8192)
+	rand.Read(binary)
+	for _, tt := range []struct {
+		name    string
+		path    func(t *testing.T, dir string) string
+		wantErr error
+	}{
+		{"SQLite with its own plants table", sqlite(`CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`, `INSERT INTO plants VALUES (1, 'fern')`), ErrNotPlantstore},
+		{"SQLite with customers", sqlite(`CREATE TABLE customers (a)`), ErrNotPlantstore},
+		{"SQLite with another application ID", sqlite(`PRAGMA application_id = 42`), ErrNotPlantstore},
+		{"SQLite in WAL mode", sqlite(`PRAGMA journal_mode = WAL`, `CREATE TABLE customers (a)`), ErrNotPlantstore},
+		{"text file", file([]byte("name,tag\nfern,green\n")), ErrNotPlantstore},
+		{"binary file", file(binary), ErrNotPlantstore},
+		{"missing directory", func(_ *testing.T, dir string) string { return filepath.Join(dir, "missing", "plants.db") }, fs.ErrNotExist},
+		{"path is a directory", func(_ *testing.T, dir string) string { return dir }, syscall.EISDIR},
+		{"directory is a file", func(_ *testing.T, dir string) string {
+			os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+			return filepath.Join(dir, "file", "plants.db")
+		}, syscall.ENOTDIR},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := oddDir(t)
+			path := tt.path(t, dir)
 			before := dirtest.Snapshot(t, dir)
 			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
-			if !errors.Is(err, ErrNotPlantstore) {
-				t.Fatalf("PrepareSQLiteFile = %v, want ErrNotPlantstore", err)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("PrepareSQLiteFile(%s) = %v, want %v", path, err, tt.wantErr)
 			}
 			if errors.Is(err, plantstore.ErrUnavailable) {
 				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
 			}
-			if np, ok := errors.AsType[*notPlantstoreErr](err); !ok || np.what != path {
+			np, isNP := errors.AsType[*notPlantstoreErr](err)
+			_, isPath := errors.AsType[*fs.PathError](err)
+			if tt.wantErr == ErrNotPlantstore && (!isNP || np.what != path) {
 				t.Errorf("PrepareSQLiteFile = %v, want a *notPlantstoreErr naming %s", err, path)
+			} else if tt.wantErr != ErrNotPlantstore && !isPath {
+				t.Errorf("PrepareSQLiteFile = %v, want an *fs.PathError naming the file or directory", err)
 			}
 			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
 				t.Errorf("files changed by a refused PrepareSQLiteFile (-want +got):\n%s", diff)
@@ -204,43 +215,6 @@ func TestPrepareSQLiteFileRefusesAForeignWALOpenElsewhere(t *testing.T) {
 	err := PrepareSQLiteFile(context.Background(), "sqlite", path)
 	if !errors.Is(err, ErrNotPlantstore) {
 		t.Fatalf("PrepareSQLiteFile = %v, want ErrNotPlantstore", err)
-	}
-}
-
-func TestPrepareSQLiteFilePathErrors(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		path    func(dir string) string
-		wantErr error
-	}{
-		{"missing directory", func(dir string) string { return filepath.Join(dir, "missing", "plants.db") }, fs.ErrNotExist},
-		{"path is a directory", func(dir string) string { return dir }, syscall.EISDIR},
-		{"directory is a file", func(dir string) string {
-			os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
-			return filepath.Join(dir, "file", "plants.db")
-		}, syscall.ENOTDIR},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := tt.path(dir)
-			before := dirtest.Snapshot(t, dir)
-			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("PrepareSQLiteFile(%s) = %v, want %v", path, err, tt.wantErr)
-			}
-			if errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
-			}
-			var pe *fs.PathError
-			if !errors.As(err, &pe) {
-				t.Errorf("PrepareSQLiteFile = %v, want an *fs.PathError naming the file or directory", err)
-			}
-			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-				t.Errorf("files changed by a failed PrepareSQLiteFile (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 
@@ -272,14 +246,7 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
-	s, err := OpenSQLite(context.Background(), "sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "x"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, openSQLite(t, path), "x", 1)
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -315,23 +282,21 @@ func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
 // does not get better by waiting.
 func TestOpenRefusesReadOnly(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			var db *sql.DB
-			if be.dialect == SQLite {
-				path := filepath.Join(t.TempDir(), "plants.db")
-				openSQLiteStore(t, path).Close()
-				// SQLite opens a file it may not write read-only without an
-				// error; mode=ro does the same for a process that may.
-				db = openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
-			} else {
-				_, dsn := be.newDB(t)
-				db = openDB(t, be.driver, withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
-			}
-			s, err := Open(context.Background(), db, be.dialect)
-			if !errors.Is(err, ErrReadOnly) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Fatalf("Open of a read-only database = %v, %v, want ErrReadOnly, not ErrUnavailable", s, err)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		var db *sql.DB
+		if be.dialect == SQLite {
+			path := filepath.Join(t.TempDir(), "plants.db")
+			openSQLiteStore(t, path).Close()
+			// SQLite opens a file it may not write read-only without an
+			// error; mode=ro does the same for a process that may.
+			db = openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
+		} else {
+			_, dsn := be.newDB(t)
+			db = openDB(t, be.driver, withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
+		}
+		s, err := Open(context.Background(), db, be.dialect)
+		if !errors.Is(err, ErrReadOnly) || errors.Is(err, plantstore.ErrUnavailable) {
+			t.Fatalf("Open of a read-only database = %v, %v, want ErrReadOnly, not ErrUnavailable", s, err)
+		}
+	})
 }

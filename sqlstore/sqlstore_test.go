@@ -42,15 +42,35 @@ var (
 	backends        = []backend{sqliteBackend, postgresBackend}
 )
 
+// A mode is a set of options a Store is tested with.
+type mode struct {
+	name string
+	opts []Option
+}
+
 // modes are the commit modes every backend is tested in. The outbox adds
 // to what Create writes: TestStorage runs each mode with it and without
 // it, and TestOutbox… and TestDatabaseOutage test the rest of it.
-var modes = []struct {
-	name string
-	opts []Option
-}{
-	{"group", nil},
-	{"single", []Option{WithoutGroupCommit()}},
+var modes = []mode{{"group", nil}, {"single", []Option{WithoutGroupCommit()}}}
+
+// eachBackend runs fn in a parallel subtest for each backend.
+func eachBackend(t *testing.T, fn func(t *testing.T, be backend)) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, be)
+		})
+	}
+}
+
+// eachMode runs fn in a parallel subtest for each of ms.
+func eachMode(t *testing.T, ms []mode, fn func(t *testing.T, opts []Option)) {
+	for _, m := range ms {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, m.opts)
+		})
+	}
 }
 
 func newSQLiteDB(tb testing.TB) (*sql.DB, string) {
@@ -73,21 +93,15 @@ func openDB(tb testing.TB, driver, dsn string) *sql.DB {
 	return db
 }
 
-// postgresDSN returns the DSN of the test PostgreSQL database, or skips tb.
-func postgresDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		tb.Skip("PostgreSQL tests skipped: set PLANTSTORE_TEST_POSTGRES_DSN, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	}
-	return dsn
-}
-
 // newPostgresDB creates a schema of its own in the test database, dropped
-// in tb.Cleanup, and returns a *sql.DB whose connections use it.
+// in tb.Cleanup, and returns a *sql.DB whose connections use it. It skips
+// tb when PLANTSTORE_TEST_POSTGRES_DSN is unset.
 func newPostgresDB(tb testing.TB) (*sql.DB, string) {
 	tb.Helper()
-	base := postgresDSN(tb)
+	base := os.Getenv("PLANTSTORE_TEST_POSTGRES_DSN")
+	if base == "" {
+		tb.Skip("PostgreSQL tests skipped: set PLANTSTORE_TEST_POSTGRES_DSN, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
 	schema := "plantstore_test_" + rand.Text()[:12]
 	admin := openDB(tb, "pgx", base)
 	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
@@ -132,6 +146,68 @@ func openStore(tb testing.TB, db *sql.DB, d Dialect, opts ...Option) *Store {
 	return s
 }
 
+// open opens a Store with opts on an empty database of be, both closed in
+// tb.Cleanup; the Store's db field is the database.
+func (be backend) open(tb testing.TB, opts ...Option) *Store {
+	tb.Helper()
+	db, _ := be.newDB(tb)
+	return openStore(tb, db, be.dialect, opts...)
+}
+
+// mustCreate creates in s a plant named name under each of ids.
+func mustCreate(tb testing.TB, s *Store, name string, ids ...int64) {
+	tb.Helper()
+	for _, id := range ids {
+		if err := s.Create(context.Background(), plantstore.Plant{ID: id, Name: name}); err != nil {
+			tb.Fatalf("Create(%d) = %v", id, err)
+		}
+	}
+}
+
+// wantPlant checks that s holds want.
+func wantPlant(t *testing.T, s *Store, want plantstore.Plant) {
+	t.Helper()
+	got, err := s.Plant(context.Background(), want.ID)
+	if err != nil {
+		t.Fatalf("Plant(%d) = %v, want the plant", want.ID, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Plant(%d) mismatch (-want +got):\n%s", want.ID, diff)
+	}
+}
+
+// queryInt returns the one integer that query returns on db.
+func queryInt(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// queryInts returns the integers of the one column that query returns on db.
+func queryInts(t *testing.T, db *sql.DB, query string) []int64 {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var vs []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
 // TestStorage runs storagetest's suite, which checks the Outbox contract
 // with the outbox on and, with it off, that it records no event.
 func TestStorage(t *testing.T) {
@@ -153,107 +229,102 @@ func TestStorage(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					storagetest.Run(t, func(t *testing.T) plantstore.Storage {
-						db, _ := be.newDB(t)
-						return openStore(t, db, be.dialect, opts...)
-					})
+					storagetest.Run(t, func(t *testing.T) plantstore.Storage { return be.open(t, opts...) })
 				})
 			}
 		}
 	}
 }
 
-func TestTagStoredAsNullOrEmpty(t *testing.T) {
+// TestCreateWritesRows checks the rows a Store without the outbox writes:
+// the tag NULL when absent, as given otherwise, and no event.
+func TestCreateWritesRows(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect)
-			ctx := context.Background()
-			tests := []struct {
-				name     string
-				plant    plantstore.Plant
-				wantNull bool
-			}{
-				{"absent", plantstore.Plant{ID: 1, Name: "a"}, true},
-				{"empty", plantstore.Plant{ID: 2, Name: "b", HasTag: true}, false},
-				{"set", plantstore.Plant{ID: 3, Name: "c", Tag: "x", HasTag: true}, false},
+	eachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		ctx := context.Background()
+		for _, tt := range []struct {
+			plant    plantstore.Plant
+			wantNull bool
+		}{
+			{plantstore.Plant{ID: 1, Name: "absent"}, true},
+			{plantstore.Plant{ID: 2, Name: "empty", HasTag: true}, false},
+			{plantstore.Plant{ID: 3, Name: "set", Tag: "x", HasTag: true}, false},
+		} {
+			if err := s.Create(ctx, tt.plant); err != nil {
+				t.Fatalf("Create(%+v) = %v", tt.plant, err)
 			}
-			for _, tt := range tests {
-				if err := s.Create(ctx, tt.plant); err != nil {
-					t.Fatalf("Create(%+v) = %v", tt.plant, err)
-				}
-				var tag sql.NullString
-				q := `SELECT tag FROM plants WHERE id = ` + s.q.param(1)
-				if err := db.QueryRow(q, tt.plant.ID).Scan(&tag); err != nil {
-					t.Fatalf("%s: read tag: %v", tt.name, err)
-				}
-				want := sql.NullString{String: tt.plant.Tag, Valid: !tt.wantNull}
-				if diff := cmp.Diff(want, tag); diff != "" {
-					t.Errorf("%s: stored tag mismatch (-want +got):\n%s", tt.name, diff)
-				}
+			var tag sql.NullString
+			if err := s.db.QueryRow(`SELECT tag FROM plants WHERE id = `+s.q.param(1), tt.plant.ID).Scan(&tag); err != nil {
+				t.Fatalf("%s: read tag: %v", tt.plant.Name, err)
 			}
-		})
-	}
+			want := sql.NullString{String: tt.plant.Tag, Valid: !tt.wantNull}
+			if diff := cmp.Diff(want, tag); diff != "" {
+				t.Errorf("%s: stored tag mismatch (-want +got):\n%s", tt.plant.Name, diff)
+			}
+		}
+		if n, err := s.FanOut(ctx, []string{"a"}, 10); err != nil || n != 0 {
+			t.Errorf("FanOut() without the outbox = %d, %v, want 0", n, err)
+		}
+		if n, err := s.Depth(ctx); err != nil || n != 0 {
+			t.Errorf("Depth() without the outbox = %d, %v, want 0", n, err)
+		}
+	})
 }
 
 func TestBatchOutcomes(t *testing.T) {
 	t.Parallel()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			db, _ := be.newDB(t)
-			s := openStore(t, db, be.dialect, WithOutbox())
-			ctx := context.Background()
-			if err := s.Create(ctx, plantstore.Plant{ID: 5, Name: "stored before"}); err != nil {
-				t.Fatal(err)
+	eachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t, WithOutbox())
+		ctx := context.Background()
+		mustCreate(t, s, "stored before", 5)
+		tests := []struct {
+			plant   plantstore.Plant
+			wantErr error
+			reason  string
+		}{
+			{plantstore.Plant{ID: 9, Name: "first 9"}, nil, ""},
+			{plantstore.Plant{ID: 5, Name: "second 5"}, plantstore.ErrConflict, "id stored before the batch"},
+			{plantstore.Plant{ID: 9, Name: "second 9"}, plantstore.ErrConflict, "the first of a batch wins"},
+			{plantstore.Plant{ID: -1, Name: "minus one"}, nil, "batch order is not id order"},
+			{plantstore.Plant{ID: 9, Name: "third 9"}, plantstore.ErrConflict, ""},
+		}
+		var reqs []*createReq
+		for _, tt := range tests {
+			reqs = append(reqs, &createReq{plant: tt.plant})
+		}
+		errs, _ := s.insert(ctx, ctx, reqs)
+		for i, tt := range tests {
+			if !errors.Is(errs[i], tt.wantErr) || (tt.wantErr == nil && errs[i] != nil) {
+				t.Errorf("create %+v in a batch = %v, want %v (%s)", tt.plant, errs[i], tt.wantErr, tt.reason)
 			}
-			tests := []struct {
-				plant   plantstore.Plant
-				wantErr error
-				reason  string
-			}{
-				{plantstore.Plant{ID: 9, Name: "first 9"}, nil, ""},
-				{plantstore.Plant{ID: 5, Name: "second 5"}, plantstore.ErrConflict, "id stored before the batch"},
-				{plantstore.Plant{ID: 9, Name: "second 9"}, plantstore.ErrConflict, "the first of a batch wins"},
-				{plantstore.Plant{ID: -1, Name: "minus one"}, nil, "batch order is not id order"},
-				{plantstore.Plant{ID: 9, Name: "third 9"}, plantstore.ErrConflict, ""},
-			}
-			var reqs []*createReq
-			for _, tt := range tests {
-				reqs = append(reqs, &createReq{plant: tt.plant})
-			}
-			errs, _ := s.insert(ctx, ctx, reqs)
-			for i, tt := range tests {
-				if !errors.Is(errs[i], tt.wantErr) || (tt.wantErr == nil && errs[i] != nil) {
-					t.Errorf("create %+v in a batch = %v, want %v (%s)", tt.plant, errs[i], tt.wantErr, tt.reason)
-				}
-			}
-			got, err := s.List(ctx, -100, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []plantstore.Plant{{ID: -1, Name: "minus one"}, {ID: 5, Name: "stored before"}, {ID: 9, Name: "first 9"}}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("plants after the batch mismatch (-want +got):\n%s", diff)
-			}
-			events := allEvents(t, s)
-			gotEvents := map[int64]string{}
-			for _, e := range events {
-				gotEvents[e.Plant.ID] = e.Plant.Name
-			}
-			wantEvents := map[int64]string{-1: "minus one", 5: "stored before", 9: "first 9"}
-			if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
-				t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+		}
+		got, err := s.List(ctx, -100, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []plantstore.Plant{{ID: -1, Name: "minus one"}, {ID: 5, Name: "stored before"}, {ID: 9, Name: "first 9"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("plants after the batch mismatch (-want +got):\n%s", diff)
+		}
+		gotEvents := map[int64]string{}
+		for _, e := range allEvents(t, s) {
+			gotEvents[e.Plant.ID] = e.Plant.Name
+		}
+		wantEvents := map[int64]string{-1: "minus one", 5: "stored before", 9: "first 9"}
+		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
+			t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
+		}
+	})
 }
 
+// TestBatchFailureIsUnavailableForAll closes the database under a Store:
+// each Create of a batch that fails fails with ErrUnavailable, and so
+// does a Create after it.
 func TestBatchFailureIsUnavailableForAll(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	s := openStore(t, db, SQLite)
-	db.Close()
+	s := sqliteBackend.open(t)
+	s.db.Close()
 	ctx := context.Background()
 	reqs := []*createReq{{plant: plantstore.Plant{ID: 1}}, {plant: plantstore.Plant{ID: 2}}, {plant: plantstore.Plant{ID: 1}}}
 	errs, _ := s.insert(ctx, context.Background(), reqs)
@@ -265,29 +336,22 @@ func TestBatchFailureIsUnavailableForAll(t *testing.T) {
 	if err := s.Create(ctx, plantstore.Plant{ID: 3}); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Errorf("Create on a closed database = %v, want ErrUnavailable", err)
 	}
-	if err := s.Ping(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
-		t.Errorf("Ping on a closed database = %v, want ErrUnavailable", err)
-	}
 }
 
 func TestCreateAfterClose(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			db, _ := sqliteBackend.newDB(t)
-			s := openStore(t, db, SQLite, mode.opts...)
-			if err := s.Close(); err != nil {
-				t.Fatalf("Close() = %v", err)
-			}
-			err := s.Create(context.Background(), plantstore.Plant{ID: 1})
-			if !errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("Create after Close = %v, want ErrUnavailable", err)
-			}
-			if err := s.Close(); err != nil {
-				t.Errorf("second Close() = %v", err)
-			}
-		})
-	}
+	eachMode(t, modes, func(t *testing.T, opts []Option) {
+		s := sqliteBackend.open(t, opts...)
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		if err := s.Create(context.Background(), plantstore.Plant{ID: 1}); !errors.Is(err, plantstore.ErrUnavailable) {
+			t.Errorf("Create after Close = %v, want ErrUnavailable", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("second Close() = %v", err)
+		}
+	})
 }
 
 func TestDialectString(t *testing.T) {
