@@ -67,6 +67,81 @@ func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Clie
 	return c
 }
 
+// An op calls one Client method and returns its error alone.
+type op func(context.Context, *client.Client) error
+
+// create, read, list and del return the ops of Create, Plant, List and
+// Delete with their arguments; ping is Ping's, and all reads All to the
+// end or its first error.
+func create(id int64, name string) op {
+	return func(ctx context.Context, c *client.Client) error {
+		_, err := c.Create(ctx, plantstore.NewPlant{ID: id, Name: name})
+		return err
+	}
+}
+
+func read(id int64) op {
+	return func(ctx context.Context, c *client.Client) error {
+		_, err := c.Plant(ctx, id)
+		return err
+	}
+}
+
+func list(limit int) op {
+	return func(ctx context.Context, c *client.Client) error {
+		_, err := c.List(ctx, plantstore.ListOptions{Limit: limit})
+		return err
+	}
+}
+
+func del(id int64) op {
+	return func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, id) }
+}
+
+func ping(ctx context.Context, c *client.Client) error { return c.Ping(ctx) }
+
+func all(ctx context.Context, c *client.Client) error {
+	for _, err := range c.All(ctx) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveAnswer serves every request, read whole, with status and body, of
+// type contentType unless it is empty, counting the requests.
+func serveAnswer(t *testing.T, status int, contentType, body string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+}
+
+// checkProtocolError checks that err is a *client.ProtocolError for an
+// answer with status, and that it is ErrOutcomeUnknown after a create or
+// delete (write) and no sentinel after any other call.
+func checkProtocolError(t *testing.T, err error, status int, write bool) {
+	t.Helper()
+	pe, ok := errors.AsType[*client.ProtocolError](err)
+	if !ok {
+		t.Fatalf("error %v (%T), want a *client.ProtocolError", err, err)
+	}
+	if pe.StatusCode != status {
+		t.Errorf("StatusCode %d, want %d", pe.StatusCode, status)
+	}
+	var want error
+	if write {
+		want = plantstore.ErrOutcomeUnknown
+	}
+	checkSentinel(t, err, want)
+}
+
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {

@@ -1,13 +1,8 @@
 package client_test
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net/http"
 	"testing"
 
-	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 )
 
@@ -20,32 +15,11 @@ import (
 func TestAnswersOutsideContract(t *testing.T) {
 	t.Parallel()
 	const plant = `{"id":1,"name":"Monstera"}`
-	create := func(ctx context.Context, c *client.Client) error {
-		_, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Monstera"})
-		return err
-	}
-	read := func(ctx context.Context, c *client.Client) error {
-		_, err := c.Plant(ctx, 1)
-		return err
-	}
-	del := func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, 1) }
-	list := func(ctx context.Context, c *client.Client) error {
-		_, err := c.List(ctx, plantstore.ListOptions{})
-		return err
-	}
-	all := func(ctx context.Context, c *client.Client) error {
-		for _, err := range c.All(ctx) {
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	ping := func(ctx context.Context, c *client.Client) error { return c.Ping(ctx) }
-
+	create := create(1, "Monstera")
+	read, del, list := read(1), del(1), list(0)
 	tests := []struct {
 		name   string
-		call   func(context.Context, *client.Client) error
+		call   op
 		write  bool
 		status int
 		body   string
@@ -82,28 +56,13 @@ func TestAnswersOutsideContract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				if tt.body != "" {
-					w.Header().Set("Content-Type", "application/json")
-				}
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
-			}))
+			ct := ""
+			if tt.body != "" {
+				ct = "application/json"
+			}
+			srv, requests := serveAnswer(t, tt.status, ct, tt.body)
 			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: true}))
-			err := tt.call(t.Context(), c)
-			pe, ok := errors.AsType[*client.ProtocolError](err)
-			if !ok {
-				t.Fatalf("error %v (%T), want a *client.ProtocolError", err, err)
-			}
-			if pe.StatusCode != tt.status {
-				t.Errorf("StatusCode %d, want %d", pe.StatusCode, tt.status)
-			}
-			if tt.write {
-				checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-			} else {
-				checkSentinel(t, err, nil)
-			}
+			checkProtocolError(t, tt.call(t.Context(), c), tt.status, tt.write)
 			if n := requests.Load(); n != 1 {
 				t.Errorf("%d requests, want 1: another attempt would get the same answer", n)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,30 +39,35 @@ func (f rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// rewriting makes the client send each request through f.
+func rewriting(f func(*http.Request)) client.Option {
+	return client.WithHTTPClient(&http.Client{Transport: rewrite(f)})
+}
+
 // withBody makes each request carry body instead of its own.
 func withBody(body string) client.Option {
-	return client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
+	return rewriting(func(r *http.Request) {
 		r.Body = io.NopCloser(strings.NewReader(body))
 		r.ContentLength = int64(len(body))
 		r.GetBody = nil
-	})})
+	})
 }
 
 var sentinels = []error{plantstore.ErrConflict, plantstore.ErrNotFound, plantstore.ErrUnavailable, plantstore.ErrOutcomeUnknown,
 	client.ErrUnauthorized, client.ErrForbidden}
 
-// rewriteURL makes each request go to the path and query that f returns
+// withURL makes each request go to the path and query that f returns
 // for its own.
-func rewriteURL(f func(path, query string) (string, string)) client.Option {
-	return client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
+func withURL(f func(path, query string) (string, string)) client.Option {
+	return rewriting(func(r *http.Request) {
 		r.URL.Path, r.URL.RawQuery = f(r.URL.Path, r.URL.RawQuery)
 		r.URL.RawPath = ""
-	})})
+	})
 }
 
 // withQuery makes each request carry query instead of its own.
 func withQuery(query string) client.Option {
-	return rewriteURL(func(path, _ string) (string, string) { return path, query })
+	return withURL(func(path, _ string) (string, string) { return path, query })
 }
 
 // forbidding is an authenticator that knows every caller and lets none
@@ -76,110 +82,73 @@ var forbidding = httpapi.AuthenticatorFunc(func(*http.Request, string) error {
 // Most of its length is its table of cases; the checks are one loop.
 func TestErrorsFromServer(t *testing.T) {
 	t.Parallel()
-	unavailable := fmt.Errorf("db down: %w", plantstore.ErrUnavailable)
-	unknown := fmt.Errorf("connection lost during commit: %w", plantstore.ErrOutcomeUnknown)
-	create := func(id int64, name string) func(context.Context, *client.Client) error {
-		return func(ctx context.Context, c *client.Client) error {
-			_, err := c.Create(ctx, plantstore.NewPlant{ID: id, Name: name})
-			return err
-		}
-	}
-	read := func(id int64) func(context.Context, *client.Client) error {
-		return func(ctx context.Context, c *client.Client) error {
-			_, err := c.Plant(ctx, id)
-			return err
-		}
-	}
-	list := func(limit int) func(context.Context, *client.Client) error {
-		return func(ctx context.Context, c *client.Client) error {
-			_, err := c.List(ctx, plantstore.ListOptions{Limit: limit})
-			return err
-		}
-	}
-	del := func(id int64) func(context.Context, *client.Client) error {
-		return func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, id) }
-	}
-	ping := func(ctx context.Context, c *client.Client) error { return c.Ping(ctx) }
-
 	tests := []struct {
-		name       string
-		storage    plantstore.Storage // nil: memory storage holding plant 1
-		serverOpts []httpapi.Option
-		path       string // appended to the server's URL for the client's base URL
-		clientOpts []client.Option
-		call       func(context.Context, *client.Client) error
-		wantCode   int
-		wantIs     error // a plantstore sentinel, or nil for none
-		wantValid  *plantstore.ValidationError
-		reason     string
+		name      string
+		storage   plantstore.Storage // nil: memory storage holding plant 1
+		sopt      httpapi.Option     // for the server
+		path      string             // appended to the server's URL for the client's base URL
+		copt      client.Option      // for the client
+		call      op
+		wantCode  int
+		wantIs    error // a plantstore sentinel, or nil for none
+		wantValid *plantstore.ValidationError
+		reason    string
 	}{
 		{name: "duplicate id", call: create(1, "again"), wantCode: 409, wantIs: plantstore.ErrConflict},
 		{name: "read missing", call: read(2), wantCode: 404, wantIs: plantstore.ErrNotFound},
 		{name: "delete missing", call: del(2), wantCode: 404, wantIs: plantstore.ErrNotFound},
 		{name: "wrong prefix", path: "/nowhere", call: read(1), wantCode: 404,
 			reason: "a path the server does not serve is not a missing plant"},
-		{name: "wrong token", clientOpts: []client.Option{client.WithToken("wrong")}, call: create(2, "a"),
-			wantCode: 401, wantIs: client.ErrUnauthorized},
-		{name: "no token", clientOpts: []client.Option{client.WithToken("")}, call: read(1),
-			wantCode: 401, wantIs: client.ErrUnauthorized},
+		{name: "wrong token", copt: client.WithToken("wrong"), call: create(2, "a"), wantCode: 401, wantIs: client.ErrUnauthorized},
+		{name: "no token", copt: client.WithToken(""), call: read(1), wantCode: 401, wantIs: client.ErrUnauthorized},
 		{name: "malformed Authorization", call: read(1), wantCode: 401, wantIs: client.ErrUnauthorized,
-			clientOpts: []client.Option{client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
-				r.Header.Set("Authorization", "Basic "+token)
-			})})},
+			copt:   rewriting(func(r *http.Request) { r.Header.Set("Authorization", "Basic "+token) }),
 			reason: "refused before the authenticator is asked, with the same code"},
-		{name: "forbidden", serverOpts: []httpapi.Option{httpapi.WithAuthenticator(forbidding)}, call: read(1),
+		{name: "forbidden", sopt: httpapi.WithAuthenticator(forbidding), call: read(1),
 			wantCode: 403, wantIs: client.ErrForbidden, reason: "known credentials that may not use the API"},
-		{name: "forbidden create", serverOpts: []httpapi.Option{httpapi.WithAuthenticator(forbidding)}, call: create(2, "a"),
+		{name: "forbidden create", sopt: httpapi.WithAuthenticator(forbidding), call: create(2, "a"),
 			wantCode: 403, wantIs: client.ErrForbidden, reason: "refused before the body is read: nothing stored"},
 		{name: "authentication unavailable", call: read(1), wantCode: 503, wantIs: plantstore.ErrUnavailable,
-			serverOpts: []httpapi.Option{httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(
-				func(context.Context, string) error { return unavailable }))},
+			sopt:   httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(func(context.Context, string) error { return errUnavailable })),
 			reason: "a backend that is down refused no one"},
 		{name: "limit negative", call: list(-1), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
 		{name: "limit over max", call: list(plantstore.MaxListLimit + 1), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
-		{name: "limit given twice", clientOpts: []client.Option{withQuery("limit=1&limit=2")}, call: list(0), wantCode: 400,
+		{name: "limit given twice", copt: withQuery("limit=1&limit=2"), call: list(0), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "given more than once"}},
-		{name: "after not an integer", clientOpts: []client.Option{withQuery("after=x")}, call: list(0), wantCode: 400,
+		{name: "after not an integer", copt: withQuery("after=x"), call: list(0), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "after", Reason: "must be a 64-bit signed integer in canonical decimal form"},
 			reason:    "the client never sends it, but the server validates after as it does limit"},
-		{name: "after given twice", clientOpts: []client.Option{withQuery("after=1&after=2")}, call: list(0), wantCode: 400,
+		{name: "after given twice", copt: withQuery("after=1&after=2"), call: list(0), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "after", Reason: "given more than once"}},
 		{name: "id in the path not canonical", call: read(1), wantCode: 400,
-			clientOpts: []client.Option{rewriteURL(func(path, query string) (string, string) {
-				return strings.TrimSuffix(path, "/1") + "/01", query
-			})},
+			copt:      withURL(func(path, query string) (string, string) { return strings.TrimSuffix(path, "/1") + "/01", query }),
 			wantValid: &plantstore.ValidationError{Field: "id", Reason: "must be a 64-bit signed integer in canonical decimal form"},
 			reason:    "the id of a plant's path is the same field as the id of a NewPlant"},
-		{name: "body too large", serverOpts: []httpapi.Option{httpapi.WithMaxBodyBytes(64)},
-			call: create(2, strings.Repeat("n", 100)), wantCode: 413},
-		{name: "id not an integer", clientOpts: []client.Option{withBody(`{"id":"2","name":"a"}`)}, call: create(2, "a"),
-			wantCode: 400, wantValid: &plantstore.ValidationError{Field: "id", Reason: "must be an integer"},
-			reason: "the client never sends it: the request is rewritten on its way"},
-		{name: "name missing", clientOpts: []client.Option{withBody(`{"id":2}`)}, call: create(2, "a"),
-			wantCode: 400, wantValid: &plantstore.ValidationError{Field: "name", Reason: "is required"}},
-		{name: "tag null", clientOpts: []client.Option{withBody(`{"id":2,"name":"a","tag":null}`)}, call: create(2, "a"),
-			wantCode: 400, wantValid: &plantstore.ValidationError{Field: "tag", Reason: "must be a string"}},
-		{name: "malformed JSON", clientOpts: []client.Option{withBody(`{"id":2,`)}, call: create(2, "a"), wantCode: 400,
-			reason: "a syntax error names no field"},
-		{name: "malformed query", clientOpts: []client.Option{withQuery("limit=%zz")}, call: list(0), wantCode: 400,
-			reason: "names no field either"},
+		{name: "body too large", sopt: httpapi.WithMaxBodyBytes(64), call: create(2, strings.Repeat("n", 100)), wantCode: 413},
+		{name: "id not an integer", copt: withBody(`{"id":"2","name":"a"}`), call: create(2, "a"), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "id", Reason: "must be an integer"},
+			reason:    "the client never sends it: the request is rewritten on its way"},
+		{name: "name missing", copt: withBody(`{"id":2}`), call: create(2, "a"), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "name", Reason: "is required"}},
+		{name: "tag null", copt: withBody(`{"id":2,"name":"a","tag":null}`), call: create(2, "a"), wantCode: 400,
+			wantValid: &plantstore.ValidationError{Field: "tag", Reason: "must be a string"}},
+		{name: "malformed JSON", copt: withBody(`{"id":2,`), call: create(2, "a"), wantCode: 400, reason: "a syntax error names no field"},
+		{name: "malformed query", copt: withQuery("limit=%zz"), call: list(0), wantCode: 400, reason: "names no field either"},
 		{name: "no Content-Type", call: create(2, "a"), wantCode: 415,
-			clientOpts: []client.Option{client.WithHTTPClient(&http.Client{Transport: rewrite(func(r *http.Request) {
-				r.Header.Del("Content-Type")
-			})})}},
-		{name: "create, storage unavailable", storage: failing{unavailable}, call: create(2, "a"),
+			copt: rewriting(func(r *http.Request) { r.Header.Del("Content-Type") })},
+		{name: "create, storage unavailable", storage: failing{errUnavailable}, call: create(2, "a"),
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
-		{name: "read, storage unavailable", storage: failing{unavailable}, call: read(2),
+		{name: "read, storage unavailable", storage: failing{errUnavailable}, call: read(2),
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
-		{name: "list, storage unavailable", storage: failing{unavailable}, call: list(0),
+		{name: "list, storage unavailable", storage: failing{errUnavailable}, call: list(0),
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
-		{name: "ping, storage unavailable", storage: failing{unavailable}, call: ping,
+		{name: "ping, storage unavailable", storage: failing{errUnavailable}, call: ping,
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
-		{name: "create, outcome unknown", storage: failing{unknown}, call: create(2, "a"),
+		{name: "create, outcome unknown", storage: failing{errUnknown}, call: create(2, "a"),
 			wantCode: 504, wantIs: plantstore.ErrOutcomeUnknown},
-		{name: "delete, outcome unknown", storage: failing{unknown}, call: del(2),
+		{name: "delete, outcome unknown", storage: failing{errUnknown}, call: del(2),
 			wantCode: 504, wantIs: plantstore.ErrOutcomeUnknown},
 		{name: "internal error", storage: failing{errors.New("disk on fire")}, call: create(2, "a"), wantCode: 500},
 	}
@@ -194,8 +163,15 @@ func TestErrorsFromServer(t *testing.T) {
 					}
 					s = ms
 				}
-				srv, _ := serve(t, newHandler(s, append(mode.opts, tt.serverOpts...)...))
-				c := newClient(t, srv.URL+tt.path, tt.clientOpts...)
+				sopts, copts := mode.opts, []client.Option{}
+				if tt.sopt != nil {
+					sopts = append(slices.Clone(sopts), tt.sopt)
+				}
+				if tt.copt != nil {
+					copts = append(copts, tt.copt)
+				}
+				srv, _ := serve(t, newHandler(s, sopts...))
+				c := newClient(t, srv.URL+tt.path, copts...)
 
 				err := tt.call(t.Context(), c)
 				ce, ok := errors.AsType[*client.Error](err)
@@ -241,21 +217,13 @@ func checkSentinel(t *testing.T, err, want error) {
 func TestErrorsWithoutBody(t *testing.T) {
 	t.Parallel()
 	const page = "<html><body><h1>Bad things</h1></body></html>"
-	create := func(ctx context.Context, c *client.Client) error {
-		_, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"})
-		return err
-	}
-	read := func(ctx context.Context, c *client.Client) error {
-		_, err := c.Plant(ctx, 1)
-		return err
-	}
-	del := func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, 1) }
+	create, read, del := create(1, "a"), read(1), del(1)
 	tests := []struct {
 		name        string
 		status      int
 		contentType string
 		body        string
-		call        func(context.Context, *client.Client) error
+		call        op
 		wantCode    int
 		wantMessage string
 		wantIs      error
@@ -291,24 +259,18 @@ func TestErrorsWithoutBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				ct := tt.contentType
-				if ct == "" {
-					ct = "text/html"
-				}
-				w.Header().Set("Content-Type", ct)
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
-			}))
-			c := newClient(t, srv.URL)
-			err := tt.call(t.Context(), c)
+			ct, wantMessage := tt.contentType, tt.wantMessage
+			if ct == "" {
+				ct = "text/html"
+			}
+			if wantMessage == "" {
+				wantMessage = http.StatusText(tt.status)
+			}
+			srv, requests := serveAnswer(t, tt.status, ct, tt.body)
+			err := tt.call(t.Context(), newClient(t, srv.URL))
 			ce, ok := errors.AsType[*client.Error](err)
 			if !ok {
 				t.Fatalf("error %v (%T), want a *client.Error", err, err)
-			}
-			wantMessage := tt.wantMessage
-			if wantMessage == "" {
-				wantMessage = http.StatusText(tt.status)
 			}
 			got := []any{ce.StatusCode, ce.Code, ce.Message}
 			if diff := cmp.Diff([]any{tt.status, tt.wantCode, wantMessage}, got); diff != "" {
@@ -319,22 +281,5 @@ func TestErrorsWithoutBody(t *testing.T) {
 				t.Errorf("%d requests, want 1 (retries are off)", n)
 			}
 		})
-	}
-}
-
-// TestErrorMessage checks that an Error's text carries the code and the
-// server's message.
-func TestErrorMessage(t *testing.T) {
-	t.Parallel()
-	ms := memstore.New()
-	srv, _ := serve(t, newHandler(ms))
-	c := newClient(t, srv.URL)
-	if _, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"})
-	const want = "client: error 409: a plant with this id already exists"
-	if err == nil || err.Error() != want {
-		t.Errorf("error text %q, want %q", err, want)
 	}
 }

@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -108,23 +106,11 @@ func TestRedirectsRefused(t *testing.T) {
 	}
 	calls := []struct {
 		name  string
-		call  func(context.Context, *client.Client) error
+		call  op
 		write bool
 	}{
-		{"create", func(ctx context.Context, c *client.Client) error {
-			_, err := c.Create(ctx, plantstore.NewPlant{ID: 2, Name: "Fern"})
-			return err
-		}, true},
-		{"read", func(ctx context.Context, c *client.Client) error {
-			_, err := c.Plant(ctx, 1)
-			return err
-		}, false},
-		{"delete", func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, 1) }, true},
-		{"list", func(ctx context.Context, c *client.Client) error {
-			_, err := c.List(ctx, plantstore.ListOptions{})
-			return err
-		}, false},
-		{"ping", func(ctx context.Context, c *client.Client) error { return c.Ping(ctx) }, false},
+		{"create", create(2, "Fern"), true}, {"read", read(1), false}, {"delete", del(1), true},
+		{"list", list(0), false}, {"ping", ping, false},
 	}
 	statuses := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
@@ -175,18 +161,7 @@ func TestRedirectsRefused(t *testing.T) {
 						if n := rec.requests.Load(); n != 0 {
 							t.Errorf("%d requests reached %s, want none: the client follows no redirect", n, to)
 						}
-						pe, ok := errors.AsType[*client.ProtocolError](err)
-						if !ok {
-							t.Fatalf("error %v (%T), want a *client.ProtocolError", err, err)
-						}
-						if pe.StatusCode != status {
-							t.Errorf("StatusCode %d, want %d", pe.StatusCode, status)
-						}
-						if call.write {
-							checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-						} else {
-							checkSentinel(t, err, nil)
-						}
+						checkProtocolError(t, err, status, call.write)
 					})
 				}
 			}
@@ -200,15 +175,9 @@ func TestRedirectWithoutLocation(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{http.StatusMultipleChoices, http.StatusNotModified} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(status)
-			}))
+			srv, requests := serveAnswer(t, status, "", "")
 			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
-			_, err := c.Plant(t.Context(), 1)
-			if pe, ok := errors.AsType[*client.ProtocolError](err); !ok || pe.StatusCode != status {
-				t.Errorf("error %v (%T), want a *client.ProtocolError with StatusCode %d", err, err, status)
-			}
-			checkSentinel(t, err, nil)
+			checkProtocolError(t, read(1)(t.Context(), c), status, false)
 			if n := requests.Load(); n != 1 {
 				t.Errorf("%d requests, want 1: another attempt would get the same answer", n)
 			}

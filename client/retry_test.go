@@ -51,36 +51,35 @@ type scripted struct {
 	deletes []step
 }
 
-func (s *scripted) next(steps *[]step) (step, bool) {
+// play acts out the next of steps on p, and reports false when none is
+// left.
+func (s *scripted) play(steps *[]step, p plantstore.Plant) (played bool, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(*steps) == 0 {
-		return step{}, false
+		s.mu.Unlock()
+		return false, nil
 	}
 	st := (*steps)[0]
 	*steps = (*steps)[1:]
-	return st, true
-}
-
-func (s *scripted) run(st step, p plantstore.Plant) error {
+	s.mu.Unlock()
 	if st.act != nil {
 		if err := st.act(s.Store, p); err != nil {
-			return err
+			return true, err
 		}
 	}
-	return st.err
+	return true, st.err
 }
 
 func (s *scripted) Create(ctx context.Context, p plantstore.Plant) error {
-	if st, ok := s.next(&s.creates); ok {
-		return s.run(st, p)
+	if played, err := s.play(&s.creates, p); played {
+		return err
 	}
 	return s.Store.Create(ctx, p)
 }
 
 func (s *scripted) Delete(ctx context.Context, id int64) error {
-	if st, ok := s.next(&s.deletes); ok {
-		return s.run(st, plantstore.Plant{ID: id})
+	if played, err := s.play(&s.deletes, plantstore.Plant{ID: id}); played {
+		return err
 	}
 	return s.Store.Delete(ctx, id)
 }
@@ -220,47 +219,46 @@ func TestRetryUnknownOutcome(t *testing.T) {
 	other := func(s *memstore.Store, p plantstore.Plant) error {
 		return s.Create(context.Background(), plantstore.Plant{ID: p.ID, Name: "someone else's"})
 	}
-	create := func(ctx context.Context, c *client.Client) error {
+	createNP := func(ctx context.Context, c *client.Client) error {
 		p, err := c.Create(ctx, np)
 		if err == nil && p != plantstore.Plant(np) {
 			return fmt.Errorf("created %+v, want %+v", p, np)
 		}
 		return err
 	}
-	del := func(ctx context.Context, c *client.Client) error { return c.Delete(ctx, np.ID) }
 	tests := []struct {
 		name         string
 		exists       bool // np is stored before the call
 		creates      []step
 		deletes      []step
 		optIn        bool
-		call         func(context.Context, *client.Client) error
+		call         op
 		wantRequests int64
 		wantIs       error // nil: the call succeeds
 		wantCode     int
 		wantStored   bool
 		reason       string
 	}{
-		{name: "create not repeated", creates: []step{{act: stored, err: errUnknown}}, call: create,
+		{name: "create not repeated", creates: []step{{act: stored, err: errUnknown}}, call: createNP,
 			wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504, wantStored: true,
 			reason: "it was stored: a repeat would have been answered 409"},
-		{name: "delete not repeated", exists: true, deletes: []step{{act: deleted, err: errUnknown}}, call: del,
+		{name: "delete not repeated", exists: true, deletes: []step{{act: deleted, err: errUnknown}}, call: del(np.ID),
 			wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504},
 		{name: "create repeated, its own plant found", optIn: true, creates: []step{{act: stored, err: errUnknown}},
-			call: create, wantRequests: 3, wantStored: true,
+			call: createNP, wantRequests: 3, wantStored: true,
 			reason: "the repeat is answered 409, and a read finds the very plant"},
 		{name: "create repeated, not stored the first time", optIn: true, creates: []step{{err: errUnknown}},
-			call: create, wantRequests: 2, wantStored: true},
+			call: createNP, wantRequests: 2, wantStored: true},
 		{name: "create repeated, another plant found", optIn: true, creates: []step{{act: other, err: errUnknown}},
-			call: create, wantRequests: 3, wantIs: plantstore.ErrConflict, wantCode: 409,
+			call: createNP, wantRequests: 3, wantIs: plantstore.ErrConflict, wantCode: 409,
 			reason: "the id is taken by a plant that is not the one being created"},
 		{name: "delete repeated, gone", optIn: true, exists: true, deletes: []step{{act: deleted, err: errUnknown}},
-			call: del, wantRequests: 2},
+			call: del(np.ID), wantRequests: 2},
 		{name: "create repeated, still unknown", optIn: true,
 			creates: []step{{err: errUnknown}, {err: errUnknown}, {err: errUnknown}},
-			call:    create, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504},
+			call:    createNP, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504},
 		{name: "create repeated, then unavailable", optIn: true, creates: []step{{err: errUnknown}, {err: errUnavailable}, {err: errUnavailable}},
-			call: create, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504,
+			call: createNP, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504,
 			reason: "the first attempt may have stored it, whatever the later ones say"},
 	}
 	for _, tt := range tests {
@@ -367,49 +365,37 @@ func hangUp(t *testing.T) (*http.Client, string, *atomic.Int64) {
 	return &http.Client{Transport: transport}, srv.URL, requests
 }
 
+// TestRetryAfterRequestSent checks that a call whose connection failed
+// after the request was sent is repeated when it is a read, or a create
+// the caller opted in for, and is not otherwise.
 func TestRetryAfterRequestSent(t *testing.T) {
 	t.Parallel()
-	policy := client.WithRetry(client.RetryPolicy{MaxAttempts: 3})
-	t.Run("create", func(t *testing.T) {
-		hc, url, requests := hangUp(t)
-		c := newClient(t, url, client.WithHTTPClient(hc), policy)
-		_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"})
-		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-		if n := requests.Load(); n != 1 {
-			t.Errorf("%d requests, want 1: the server may have stored it", n)
-		}
-	})
-	t.Run("delete", func(t *testing.T) {
-		hc, url, requests := hangUp(t)
-		c := newClient(t, url, client.WithHTTPClient(hc), policy)
-		err := c.Delete(t.Context(), 1)
-		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-		if n := requests.Load(); n != 1 {
-			t.Errorf("%d requests, want 1", n)
-		}
-	})
-	t.Run("create opted in", func(t *testing.T) {
-		hc, url, requests := hangUp(t)
-		c := newClient(t, url, client.WithHTTPClient(hc),
-			client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: true}))
-		_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 1, Name: "a"})
-		checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-		if n := requests.Load(); n != 3 {
-			t.Errorf("%d requests, want 3", n)
-		}
-	})
-	t.Run("read", func(t *testing.T) {
-		hc, url, requests := hangUp(t)
-		c := newClient(t, url, client.WithHTTPClient(hc), policy)
-		_, err := c.Plant(t.Context(), 1)
-		if err == nil {
-			t.Fatal("Plant succeeded against a server that never answers")
-		}
-		checkSentinel(t, err, nil)
-		if n := requests.Load(); n != 3 {
-			t.Errorf("%d requests, want 3: a read may be repeated", n)
-		}
-	})
+	for _, tt := range []struct {
+		name         string
+		call         op
+		optIn        bool
+		wantIs       error
+		wantRequests int64
+		reason       string
+	}{
+		{"create", create(1, "a"), false, plantstore.ErrOutcomeUnknown, 1, "the server may have stored it"},
+		{"delete", del(1), false, plantstore.ErrOutcomeUnknown, 1, ""},
+		{"create opted in", create(1, "a"), true, plantstore.ErrOutcomeUnknown, 3, ""},
+		{"read", read(1), false, nil, 3, "a read may be repeated"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hc, url, requests := hangUp(t)
+			c := newClient(t, url, client.WithHTTPClient(hc), client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: tt.optIn}))
+			err := tt.call(t.Context(), c)
+			if err == nil {
+				t.Fatal("the call succeeded against a server that never answers")
+			}
+			checkSentinel(t, err, tt.wantIs)
+			if n := requests.Load(); n != tt.wantRequests {
+				t.Errorf("%d requests, want %d: %s", n, tt.wantRequests, tt.reason)
+			}
+		})
+	}
 }
 
 // TestRetryReadThroughGateway checks that a read answered 502 by a

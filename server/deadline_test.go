@@ -64,9 +64,48 @@ func trickle(conn net.Conn, data []byte, interval time.Duration, stop <-chan str
 	return len(data)
 }
 
-// isSuccess reports whether data starts with an HTTP 2xx status line.
-func isSuccess(data []byte) bool {
-	return bytes.HasPrefix(data, []byte("HTTP/1.1 2")) || bytes.HasPrefix(data, []byte("HTTP/1.0 2"))
+// checkCutOff writes head to a new connection to srv at once, then
+// trickles slow, the request's what, at one byte per 100 ms, and checks
+// that the server closes the connection before all of slow is sent,
+// without answering with a success.
+func checkCutOff(t *testing.T, srv *running, head, slow, what string) {
+	t.Helper()
+	conn := dial(t, srv)
+	done := make(chan struct{})
+	var got []byte
+	var err error
+	go func() {
+		defer close(done)
+		got, err = io.ReadAll(conn)
+	}()
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	sent := trickle(conn, []byte(slow), 100*time.Millisecond, done)
+	<-done
+	if !isClosed(err) {
+		t.Fatalf("the server did not close a connection whose %s trickled in: %v", what, err)
+	}
+	if success := bytes.HasPrefix(got, []byte("HTTP/1.1 2")) || bytes.HasPrefix(got, []byte("HTTP/1.0 2")); sent == len(slow) || success {
+		t.Errorf("%d of %d %s bytes sent and %q answered before the server closed the connection, want it cut off part way, without a success",
+			sent, len(slow), what, got)
+	}
+	t.Logf("cut off after %d of %d %s bytes; the server sent %q", sent, len(slow), what, got)
+}
+
+// exchange writes req on a new connection to srv, without waiting for
+// net/http to read all of it, and returns the answer and its body.
+func exchange(t *testing.T, srv *running, req string) (*http.Response, string) {
+	t.Helper()
+	conn := dial(t, srv)
+	go io.WriteString(conn, req) // net/http may stop reading part way
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to %.60q: %v", req, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
 }
 
 // checkServing fails the test unless srv still answers a request.
@@ -99,26 +138,8 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := start(t, echo, server.WithTimeouts(tt.t))
-			conn := dial(t, srv)
-			done := make(chan struct{})
-			var got []byte
-			var err error
-			go func() {
-				defer close(done)
-				got, err = io.ReadAll(conn)
-			}()
-			head := "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n"
 			// At one byte per 100 ms the headers would take 7 s to send.
-			sent := trickle(conn, []byte(head), 100*time.Millisecond, done)
-			<-done
-			if !isClosed(err) {
-				t.Fatalf("the server did not close a connection whose headers trickled in: %v", err)
-			}
-			if sent == len(head) || isSuccess(got) {
-				t.Errorf("%d of %d header bytes sent and %q answered before the server closed the connection, want it cut off part way, without a success",
-					sent, len(head), got)
-			}
-			t.Logf("cut off after %d of %d header bytes; the server sent %q", sent, len(head), got)
+			checkCutOff(t, srv, "", "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n", "header")
 			checkServing(t, srv)
 		})
 	}
@@ -203,35 +224,23 @@ func TestHeadersOverTwiceTheLimit(t *testing.T) {
 	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus(),
 		httpapi.WithTokens("tok"))
 	srv := start(t, h, server.WithMaxHeaderBytes(limit))
-	tests := []struct {
-		name     string
-		filler   int
-		wantType string
-		wantCode int // the Error's, 0 for none
+	for _, tt := range []struct {
+		name       string
+		filler     int
+		wantStatus int
+		wantType   string
+		wantCode   int // the Error's, 0 for none
 	}{
-		{"within the limit", limit / 2, "application/json", 0},
-		{"over the limit", limit * 3 / 2, "application/json", 431},
-		{"over twice the limit", 2*limit + 8<<10, "text/plain; charset=utf-8", 0},
-	}
-	for _, tt := range tests {
-		conn := dial(t, srv)
-		req := "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " + strings.Repeat("a", tt.filler) + "\r\n\r\n"
-		go io.WriteString(conn, req) // past twice the limit, net/http stops reading
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatalf("%s: no answer: %v", tt.name, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		{"within the limit", limit / 2, 200, "application/json", 0},
+		{"over the limit", limit * 3 / 2, 431, "application/json", 431},
+		{"over twice the limit", 2*limit + 8<<10, 431, "text/plain; charset=utf-8", 0},
+	} {
+		resp, body := exchange(t, srv, "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: "+strings.Repeat("a", tt.filler)+"\r\n\r\n")
 		var e struct{ Error int }
-		json.Unmarshal(body, &e)
-		wantStatus := 200
-		if tt.name != "within the limit" {
-			wantStatus = 431
-		}
-		if resp.StatusCode != wantStatus || resp.Header.Get("Content-Type") != tt.wantType || e.Error != tt.wantCode {
+		json.Unmarshal([]byte(body), &e)
+		if resp.StatusCode != tt.wantStatus || resp.Header.Get("Content-Type") != tt.wantType || e.Error != tt.wantCode {
 			t.Errorf("%s: answered %d (%s) %q, want %d (%s) with Error %d", tt.name, resp.StatusCode,
-				resp.Header.Get("Content-Type"), body, wantStatus, tt.wantType, tt.wantCode)
+				resp.Header.Get("Content-Type"), body, tt.wantStatus, tt.wantType, tt.wantCode)
 		}
 	}
 }
@@ -244,30 +253,11 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	ps := plantstore.New(memstore.New())
 	srv := start(t, httpapi.New(ps, httpapi.WithTokens("tok")),
 		server.WithTimeouts(server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second}))
-	conn := dial(t, srv)
-	done := make(chan struct{})
-	var got []byte
-	var err error
-	go func() {
-		defer close(done)
-		got, err = io.ReadAll(conn)
-	}()
 	body := `{"id":1,"name":"trickled"}`
 	body += strings.Repeat(" ", 100-len(body))
-	if _, err := io.WriteString(conn, "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n"+
-		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
 	// At one byte per 100 ms the body would take 10 s to send.
-	sent := trickle(conn, []byte(body), 100*time.Millisecond, done)
-	<-done
-	if !isClosed(err) {
-		t.Fatalf("the server did not close a connection whose body trickled in: %v", err)
-	}
-	if sent == len(body) || isSuccess(got) {
-		t.Errorf("%d of %d body bytes sent and %q answered before the server closed the connection, want it cut off part way, without a success",
-			sent, len(body), got)
-	}
+	checkCutOff(t, srv, "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n", body, "body")
 	if _, err := ps.Plant(context.Background(), 1); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Errorf("the plant of the cut-off body: %v, want it not stored", err)
 	}
@@ -306,14 +296,7 @@ func TestAnswersNetHTTPGivesItself(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conn := dial(t, srv)
-			go io.WriteString(conn, tt.req) // net/http may stop reading part way
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				t.Fatalf("no answer: %v", err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := exchange(t, srv, tt.req)
 			if resp.StatusCode != tt.wantStatus || resp.Header.Get("Content-Type") != tt.wantType {
 				t.Errorf("answered %s (Content-Type %q) %q, want %d (Content-Type %q) from net/http",
 					resp.Status, resp.Header.Get("Content-Type"), body, tt.wantStatus, tt.wantType)

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,10 +44,10 @@ type running struct {
 	stop func() error
 }
 
-// start listens on a free loopback port with opts, after a logger of its
-// own and no reloading by signal, which opts may replace, and serves h
-// until the test ends.
-func start(t *testing.T, h http.Handler, opts ...server.Option) *running {
+// listen listens on a free loopback port with opts, after a logger of
+// its own and no reloading by signal, which opts may replace, until the
+// test ends, and returns the Server and what it logs.
+func listen(t *testing.T, opts ...server.Option) (*server.Server, *testkit.Buffer) {
 	t.Helper()
 	logs := &testkit.Buffer{}
 	opts = append([]server.Option{server.WithLogger(newLogger(logs)), server.WithReloadOn(nil)}, opts...)
@@ -53,6 +55,14 @@ func start(t *testing.T, h http.Handler, opts ...server.Option) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
+	return srv, logs
+}
+
+// start listens as listen does and serves h until the test ends.
+func start(t *testing.T, h http.Handler, opts ...server.Option) *running {
+	t.Helper()
+	srv, logs := listen(t, opts...)
 	return serveOn(t, srv, h, logs)
 }
 
@@ -81,6 +91,28 @@ func serveOn(t *testing.T, srv *server.Server, h http.Handler, logs *testkit.Buf
 		srv.Close()
 	})
 	return r
+}
+
+// get GETs url and returns the answer's status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// reloadOn sends a signal on c, which r reloads on, and waits until r
+// has logged its nth reload.
+func (r *running) reloadOn(t *testing.T, c chan<- os.Signal, n int) {
+	t.Helper()
+	c <- os.Interrupt
+	testkit.WaitUntil(t, wait, fmt.Sprintf("reload %d's log line", n), func() bool {
+		return logged(r.logs.String(), "configuration reloaded") == n
+	})
 }
 
 // refused reports whether a connection to addr is refused: nothing

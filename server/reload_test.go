@@ -70,10 +70,7 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 		tokens.set(step.tokensChange, step.tokens)
 		secret.set(step.secretChg, step.secret)
 		before := len(srv.logs.String())
-		reload <- os.Interrupt
-		testkit.WaitUntil(t, wait, "the reload's log line", func() bool {
-			return logged(srv.logs.String(), "configuration reloaded") == i+1
-		})
+		srv.reloadOn(t, reload, i+1)
 		if diff := cmp.Diff(step.want, srv.logs.String()[before:]); diff != "" {
 			t.Errorf("%s: log lines (-want +got):\n%s", step.name, diff)
 		}
@@ -98,12 +95,7 @@ var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool {
 func TestStatsOfEachReloaded(t *testing.T) {
 	t.Parallel()
 	tokens, secret := &fakeReload{}, &fakeReload{}
-	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(slog.New(slog.DiscardHandler)), server.WithReloadOn(nil),
-		server.WithReload("tokens", tokens.reload, nil), server.WithReload("webhook secret", secret.reload, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, _ := listen(t, server.WithReload("tokens", tokens.reload, nil), server.WithReload("webhook secret", secret.reload, nil))
 	started := srv.Stats().Reloaded
 	if len(started) != 2 || started[0].Name != "tokens" || started[0].LastSuccess.IsZero() || started[0].Failing {
 		t.Fatalf("Stats().Reloaded at start = %+v, want tokens then webhook secret, loaded, none failing", started)
@@ -130,19 +122,14 @@ func TestNoReloadAfterClose(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	calls := 0
-	logs := &testkit.Buffer{}
-	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(newLogger(logs)), server.WithReloadOn(nil),
-		server.WithReload("tokens", func() (bool, error) {
-			calls++
-			if calls == 1 {
-				close(entered)
-				<-release
-			}
-			return true, nil
-		}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, logs := listen(t, server.WithReload("tokens", func() (bool, error) {
+		calls++
+		if calls == 1 {
+			close(entered)
+			<-release
+		}
+		return true, nil
+	}, nil))
 	go srv.Reload()
 	<-entered
 	var mu sync.Mutex

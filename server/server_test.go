@@ -31,29 +31,23 @@ func TestListenErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
 		name        string
-		opts        []server.Option
+		opt         server.Option
 		taken       bool // the main address is the taken one
 		wantMetrics bool // a *ListenError of the metrics address
 		wantErr     string
 	}{
 		{name: "address taken", taken: true, wantErr: "server: listen tcp " + taken.Addr().String() + ": bind: address already in use"},
-		{name: "metrics address taken", opts: []server.Option{server.WithMetrics(taken.Addr().String(), nil)}, wantMetrics: true,
+		{name: "metrics address taken", opt: server.WithMetrics(taken.Addr().String(), nil), wantMetrics: true,
 			wantErr: "server: metrics listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"},
-		{name: "negative timeout", opts: []server.Option{server.WithTimeouts(server.Timeouts{Idle: -time.Second})},
-			wantErr: "server: Timeouts.Idle is negative: -1s"},
-		{name: "no header bytes", opts: []server.Option{server.WithMaxHeaderBytes(0)},
-			wantErr: "server: WithMaxHeaderBytes(0): the limit must be positive"},
-		{name: "no shutdown timeout", opts: []server.Option{server.WithShutdownTimeout(0)},
-			wantErr: "server: WithShutdownTimeout(0s): the timeout must be positive"},
-		{name: "pprof without metrics", opts: []server.Option{server.WithPprof()},
+		{name: "negative timeout", opt: server.WithTimeouts(server.Timeouts{Idle: -time.Second}), wantErr: "server: Timeouts.Idle is negative: -1s"},
+		{name: "no header bytes", opt: server.WithMaxHeaderBytes(0), wantErr: "server: WithMaxHeaderBytes(0): the limit must be positive"},
+		{name: "no shutdown timeout", opt: server.WithShutdownTimeout(0), wantErr: "server: WithShutdownTimeout(0s): the timeout must be positive"},
+		{name: "pprof without metrics", opt: server.WithPprof(),
 			wantErr: "server: WithPprof needs WithMetrics: profiles are served there, never on the main listener"},
-		{name: "certificate without key", opts: []server.Option{server.WithTLS("cert.pem", "")},
-			wantErr: "server: WithTLS needs both the certificate file and the key file"},
-		{name: "key without certificate", opts: []server.Option{server.WithTLS("", "key.pem")},
-			wantErr: "server: WithTLS needs both the certificate file and the key file"},
-		{name: "reload without function", opts: []server.Option{server.WithReload("tokens", nil, nil)},
-			wantErr: `server: WithReload("tokens") needs a name and a function`},
-		{name: "certificate missing", opts: []server.Option{server.WithTLS(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))},
+		{name: "certificate without key", opt: server.WithTLS("cert.pem", ""), wantErr: "server: WithTLS needs both the certificate file and the key file"},
+		{name: "key without certificate", opt: server.WithTLS("", "key.pem"), wantErr: "server: WithTLS needs both the certificate file and the key file"},
+		{name: "reload without function", opt: server.WithReload("tokens", nil, nil), wantErr: `server: WithReload("tokens") needs a name and a function`},
+		{name: "certificate missing", opt: server.WithTLS(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")),
 			wantErr: "TLS key: stat " + filepath.Join(dir, "key.pem") + ": no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -63,7 +57,10 @@ func TestListenErrors(t *testing.T) {
 				addr = taken.Addr().String()
 			}
 			metricsAddr := testkit.FreeAddr(t)
-			opts := append([]server.Option{server.WithReloadOn(nil)}, tt.opts...)
+			opts := []server.Option{server.WithReloadOn(nil)}
+			if tt.opt != nil {
+				opts = append(opts, tt.opt)
+			}
 			srv, err := server.Listen(addr, opts...)
 			if err == nil {
 				srv.Close()
@@ -202,10 +199,7 @@ func TestCloseEndsServe(t *testing.T) {
 		t.Errorf("a second Close = %v", err)
 	}
 
-	closed, err := server.Listen("127.0.0.1:0", server.WithReloadOn(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	closed, _ := listen(t)
 	closed.Close()
 	if err := closed.Serve(context.Background(), http.NotFoundHandler()); !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve after Close = %v, want http.ErrServerClosed", err)
@@ -220,36 +214,26 @@ func TestPprofOnlyOnMetricsListener(t *testing.T) {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api") })
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })
-	get := func(url string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
 
 	srv := start(t, api, server.WithMetrics("127.0.0.1:0", mux), server.WithPprof())
 	metrics := "http://" + srv.MetricsAddr().String()
 	for _, path := range []string{"", "cmdline", "symbol", "goroutine?debug=1", "heap"} {
-		if code, body := get(metrics + server.PprofPath + path); code != 200 || body == "" {
+		if code, body := get(t, metrics+server.PprofPath+path); code != 200 || body == "" {
 			t.Errorf("GET %s%s on the metrics listener = %d, want 200 and a profile", server.PprofPath, path, code)
 		}
 	}
-	if code, body := get(metrics + "/metrics"); code != 200 || body != "metrics" {
+	if code, body := get(t, metrics+"/metrics"); code != 200 || body != "metrics" {
 		t.Errorf("GET /metrics beside the profiles = %d %q, want the metrics handler's", code, body)
 	}
-	if code, _ := get(metrics + "/elsewhere"); code != 404 {
+	if code, _ := get(t, metrics+"/elsewhere"); code != 404 {
 		t.Errorf("GET /elsewhere on the metrics listener = %d, want the metrics handler's 404", code)
 	}
-	if code, body := get(srv.url + server.PprofPath + "cmdline"); body != "api" {
+	if code, body := get(t, srv.url+server.PprofPath+"cmdline"); body != "api" {
 		t.Errorf("GET %scmdline on the main listener = %d %q, want the API handler's answer", server.PprofPath, code, body)
 	}
 
 	without := start(t, api, server.WithMetrics("127.0.0.1:0", mux))
-	if code, _ := get("http://" + without.MetricsAddr().String() + server.PprofPath); code != 404 {
+	if code, _ := get(t, "http://"+without.MetricsAddr().String()+server.PprofPath); code != 404 {
 		t.Errorf("GET %s on the metrics listener without WithPprof = %d, want 404", server.PprofPath, code)
 	}
 	if without.Addr() == nil || without.MetricsAddr() == nil || start(t, api).MetricsAddr() != nil {
@@ -269,28 +253,16 @@ func TestPprofSecondsBeyondWriteDeadline(t *testing.T) {
 	for _, path := range []string{"profile?seconds=50", "profile?seconds=3", "profile", "profile?seconds=x",
 		"trace?seconds=3", "trace?seconds=2.999e9", "trace?seconds=Inf", "trace?seconds=NaN"} {
 		begin := time.Now()
-		resp, err := http.Get(metrics + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(string(b), "write deadline of 3s") {
-			t.Errorf("GET %s = %d %q, want 400 naming the write deadline", path, resp.StatusCode, b)
+		if code, body := get(t, metrics+path); code != 400 || !strings.Contains(body, "write deadline of 3s") {
+			t.Errorf("GET %s = %d %q, want 400 naming the write deadline", path, code, body)
 		}
 		if d := time.Since(begin); d > 2*time.Second {
 			t.Errorf("GET %s took %v, want an answer at once", path, d)
 		}
 	}
 	for _, path := range []string{"trace?seconds=0.1", "trace?seconds=x", "profile?seconds=1"} {
-		resp, err := http.Get(metrics + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		if code, _ := get(t, metrics+path); code != 200 {
+			t.Errorf("GET %s = %d, want 200", path, code)
 		}
 	}
 }

@@ -60,10 +60,7 @@ func TestCertificateReloadedBetweenHandshakes(t *testing.T) {
 	}
 
 	ca.WriteLeaf(t, 0x2a, certFile, keyFile)
-	reload <- os.Interrupt
-	testkit.WaitUntil(t, wait, "the reload's log line", func() bool {
-		return logged(srv.logs.String(), "configuration reloaded") == 1
-	})
+	srv.reloadOn(t, reload, 1)
 	if got := ca.Serial(t, srv.Addr().String()); got != 0x2a {
 		t.Errorf("a handshake after the reload got serial %d, want 42", got)
 	}
@@ -103,10 +100,7 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 	}
 	for i, step := range steps {
 		step.spoil()
-		reload <- os.Interrupt
-		testkit.WaitUntil(t, wait, "the reload's log line", func() bool {
-			return logged(srv.logs.String(), "configuration reloaded") == i+1
-		})
+		srv.reloadOn(t, reload, i+1)
 		want := `level=ERROR msg="reload: kept the old certificate" err="` + step.why + `"` + "\n" +
 			`level=INFO msg="configuration reloaded" changed=none kept_after_error=certificate` + "\n"
 		if got := srv.logs.String(); !strings.HasSuffix(got, want) {
@@ -121,10 +115,7 @@ func TestCertificateKeptOnBadFiles(t *testing.T) {
 		t.Errorf("Stats = %+v, want %d failed reloads and the last success still Listen's, %v", st, len(steps), before)
 	}
 	ca.WriteLeaf(t, 5, certFile, keyFile)
-	reload <- os.Interrupt
-	testkit.WaitUntil(t, wait, "the good reload's log line", func() bool {
-		return logged(srv.logs.String(), "configuration reloaded") == len(steps)+1
-	})
+	srv.reloadOn(t, reload, len(steps)+1)
 	if got := ca.Serial(t, srv.Addr().String()); got != 5 {
 		t.Errorf("serving serial %d after a good reload, want 5", got)
 	}
@@ -231,11 +222,7 @@ func TestKeyFileOthersMayRead(t *testing.T) {
 	if err := os.Chmod(keyFile, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	logs := &testkit.Buffer{}
-	srv, err := server.Listen("127.0.0.1:0", server.WithTLS(certFile, keyFile), server.WithLogger(newLogger(logs)), server.WithReloadOn(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, logs := listen(t, server.WithTLS(certFile, keyFile))
 	srv.Close()
 	want := `level=WARN msg="TLS key file is readable by group or others; chmod 600 it" file=` + keyFile + ` mode=-rw-r----- fix="chmod 600 ` + keyFile + `"` + "\n"
 	if logs.String() != want {

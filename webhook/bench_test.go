@@ -85,9 +85,7 @@ func BenchmarkCreate(b *testing.B) {
 		done := make(chan error)
 		go func() { done <- d.Run(ctx) }()
 		defer func() { cancel(); <-done }()
-		benchmarkCreate(b, plantstore.New(memstore.New(),
-			plantstore.OnCreate(mo.Add),
-			plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
+		benchmarkCreate(b, newPlantStore(mo, d))
 	})
 }
 

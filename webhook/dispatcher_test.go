@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,17 +46,13 @@ func TestDeliver(t *testing.T) {
 		want = append(want, string(webhook.Payload(plantstore.Plant(np))))
 	}
 	rc.mu.Lock()
-	got := []string{}
-	for _, b := range rc.bodies {
-		got = append(got, b)
-	}
+	got := slices.Sorted(maps.Values(rc.bodies))
 	rc.mu.Unlock()
 	slices.Sort(want)
-	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("bodies received mismatch (-want +got):\n%s", diff)
 	}
-	attempts, delivered, _ := rc.stats()
+	attempts, delivered := rc.stats()
 	if diff := cmp.Diff(attempts, delivered); diff != "" || !onceEach(len(plants))(delivered) {
 		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, len(plants))
 	}
@@ -73,7 +71,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
-	attempts, delivered, _ := rc.stats()
+	attempts, delivered := rc.stats()
 	if len(attempts) != 1 {
 		t.Fatalf("attempts by webhook-id = %v, want one id: retries keep the id", attempts)
 	}
@@ -89,11 +87,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 
 func TestDeadSubscriber(t *testing.T) {
 	t.Parallel()
-	// dead never answers; it lets go only when the attempt times out.
-	dead := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		<-r.Context().Done()
-		return http.StatusServiceUnavailable
-	})
+	dead, _ := newGateReceiver(t) // never opened: it lets go only when the attempt times out
 	live := newReceiver(t, ok)
 	const n, concurrency = 200, 2
 	tr := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), host: dead.srv.Listener.Addr().String()}
@@ -111,18 +105,12 @@ func TestDeadSubscriber(t *testing.T) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 		d.Notify()
 	}
-	testkit.WaitUntil(t, time.Minute, "live to receive every event", func() bool {
-		_, delivered, _ := live.stats()
-		return len(delivered) == n
-	})
-	testkit.WaitUntil(t, time.Minute, "dead to time out an attempt", func() bool {
-		attempts, _, _ := dead.stats()
-		return len(attempts) > 0
-	})
+	live.waitDelivered(t, n)
+	testkit.WaitUntil(t, time.Minute, "dead to time out an attempt", func() bool { return dead.total() > 0 })
 
 	// An attempt to live may time out after live handled it, on a loaded
 	// machine; only then may live receive an event twice.
-	liveAttempts, _, _ := live.stats()
+	liveAttempts, _ := live.stats()
 	for id, n := range liveAttempts {
 		if failed := "subscriber_index=1 webhook-id=" + id; n > 1 && !strings.Contains(l.String(), failed) {
 			t.Errorf("live received %s %d times, and no attempt of it failed", id, n)
@@ -131,8 +119,7 @@ func TestDeadSubscriber(t *testing.T) {
 	if got := tr.maxActive.Load(); got > concurrency {
 		t.Errorf("%d attempts to dead at once, want at most Concurrency, %d", got, concurrency)
 	}
-	_, delivered, _ := dead.stats()
-	if len(delivered) != 0 {
+	if _, delivered := dead.stats(); len(delivered) != 0 {
 		t.Errorf("dead delivered %v, want none", delivered)
 	}
 	if got := mo.Len(); got != n {
@@ -183,14 +170,14 @@ func TestMaxAgeAbandons(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "the event to be deleted", func() bool { return mo.Len() == 0 })
 
 	for name, rc := range map[string]*receiver{"failing": failing, "redirecting": redirect} {
-		if attempts, delivered, _ := rc.stats(); len(attempts) != 1 || len(delivered) != 0 {
+		if attempts, delivered := rc.stats(); len(attempts) != 1 || len(delivered) != 0 {
 			t.Errorf("%s subscriber: attempts %v, delivered %v; want attempts for one id, none delivered", name, attempts, delivered)
 		}
 	}
-	if attempts, _, _ := target.stats(); len(attempts) != 0 {
+	if attempts, _ := target.stats(); len(attempts) != 0 {
 		t.Errorf("redirect target received %v, want nothing", attempts)
 	}
-	if _, delivered, _ := live.stats(); !onceEach(1)(delivered) {
+	if _, delivered := live.stats(); !onceEach(1)(delivered) {
 		t.Errorf("live deliveries %v, want one", delivered)
 	}
 	if !strings.Contains(l.String(), "status 307") {
@@ -227,36 +214,16 @@ func TestManyConcurrentCreates(t *testing.T) {
 	}
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 
-	want := make([]int64, n)
-	for i := range want {
-		want[i] = int64(i + 1)
-	}
 	for _, rc := range []*receiver{a, b} {
-		attempts, delivered, _ := rc.stats()
+		attempts, delivered := rc.stats()
 		if !onceEach(n)(attempts) || !onceEach(n)(delivered) {
 			t.Errorf("%d webhook-ids received; want %d, each sent and delivered once", len(attempts), n)
 		}
-		if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+		if diff := cmp.Diff(idRange(1, n+1), rc.plantIDs(t)); diff != "" {
 			t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 		}
 	}
 }
-
-// failingOutbox fails every call, as a storage that cannot be reached does.
-type failingOutbox struct{}
-
-var errDown = errors.New("outbox down")
-
-func (failingOutbox) FanOut(context.Context, []string, int) (int, error) { return 0, errDown }
-func (failingOutbox) Claim(context.Context, string, string, time.Time, int) ([]plantstore.Delivery, error) {
-	return nil, errDown
-}
-func (failingOutbox) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
-	return nil, errDown
-}
-func (failingOutbox) Retry(context.Context, string, string, []plantstore.Retry) error { return errDown }
-func (failingOutbox) Ack(context.Context, string, []int64) error                      { return errDown }
-func (failingOutbox) Depth(context.Context) (int, error)                              { return 0, errDown }
 
 func TestOutboxFailureIsLogged(t *testing.T) {
 	t.Parallel()
@@ -321,54 +288,74 @@ func TestNewRejects(t *testing.T) {
 	}
 }
 
-// TestSetSecret checks that the attempts after SetSecret are signed with
-// the new secret, and that a secret New would refuse leaves the old one.
-func TestSetSecret(t *testing.T) {
+// TestRotateSecret checks that the attempts after SetSecret, or after a
+// ReloadSecretFile that changed the key, are signed with the new secret;
+// that a secret New would refuse leaves the old one; and that reloading
+// the key in use changes nothing.
+func TestRotateSecret(t *testing.T) {
 	t.Parallel()
-	newSecret := []byte("whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore rotated key 0123456789")))
+	secrets := map[string][]byte{"old": testSecret}
+	for _, name := range []string{"set", "reloaded"} {
+		secrets[name] = []byte("whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore "+name+" key 0123456789abcdefghij")))
+	}
 	var mu sync.Mutex
-	signedWith := map[int64]string{} // plant id: "old", "new" or "neither"
+	signedWith := map[int64]string{} // plant id: the name of the secret that verifies it
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var p struct{ ID int64 }
 		json.Unmarshal(body, &p)
-		which := "neither"
-		if webhook.Verify(testSecret, r.Header, body, time.Now(), 0) == nil {
-			which = "old"
-		} else if webhook.Verify(newSecret, r.Header, body, time.Now(), 0) == nil {
-			which = "new"
-		}
 		mu.Lock()
-		signedWith[p.ID] = which
-		mu.Unlock()
+		defer mu.Unlock()
+		signedWith[p.ID] = "none"
+		for name, secret := range secrets {
+			if webhook.Verify(secret, r.Header, body, time.Now(), 0) == nil {
+				signedWith[p.ID] = name
+			}
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
 	mo := webhook.NewMemoryOutbox()
 	d, _, _ := start(t, mo, []string{srv.URL})
 	ps := newPlantStore(mo, d)
-	deliver := func(id int64) {
-		t.Helper()
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "Fern"})
+	file := filepath.Join(t.TempDir(), "secret")
+	set := func(secret string) (bool, error) {
+		err := d.SetSecret([]byte(secret))
+		return err == nil, err
+	}
+	reload := func(contents string) (bool, error) {
+		testkit.WriteFile(t, file, contents)
+		return d.ReloadSecretFile(file, nil)
+	}
+	want := map[int64]string{}
+	for id, tt := range []struct {
+		swap        func(string) (bool, error)
+		secret      string
+		wantChanged bool
+		wantErr     error
+		want        string // the secret the next delivery is signed with
+	}{
+		{set, "short", false, webhook.ErrSecret, "old"},
+		{reload, string(testSecret) + "\n", false, nil, "old"},
+		{reload, "short", false, webhook.ErrSecret, "old"},
+		{set, string(secrets["set"]), true, nil, "set"},
+		{reload, string(secrets["reloaded"]) + "\n", true, nil, "reloaded"},
+		{reload, string(secrets["reloaded"]), false, nil, "reloaded"},
+	} {
+		if changed, err := tt.swap(tt.secret); changed != tt.wantChanged || !errors.Is(err, tt.wantErr) {
+			t.Errorf("step %d: swap to %q = %v, %v; want %v, %v", id, tt.secret, changed, err, tt.wantChanged, tt.wantErr)
+		}
+		want[int64(id)] = tt.want
+		mustCreate(t, ps, plantstore.NewPlant{ID: int64(id), Name: "Fern"})
 		testkit.WaitUntil(t, time.Minute, fmt.Sprintf("the delivery of plant %d", id), func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			_, ok := signedWith[id]
+			_, ok := signedWith[int64(id)]
 			return ok
 		})
 	}
-	deliver(1)
-	if err := d.SetSecret([]byte("short")); !errors.Is(err, webhook.ErrSecret) {
-		t.Errorf("SetSecret(a short secret) = %v, want ErrSecret", err)
-	}
-	deliver(2)
-	if err := d.SetSecret(newSecret); err != nil {
-		t.Fatalf("SetSecret = %v", err)
-	}
-	deliver(3)
 	mu.Lock()
 	defer mu.Unlock()
-	want := map[int64]string{1: "old", 2: "old", 3: "new"}
 	if diff := cmp.Diff(want, signedWith); diff != "" {
 		t.Errorf("secret each delivery was signed with (-want +got):\n%s", diff)
 	}

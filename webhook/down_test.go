@@ -48,14 +48,7 @@ func (c *claimRecorder) limits() []int {
 func TestDownSubscriberIsProbed(t *testing.T) {
 	t.Parallel()
 	const n = 300
-	var down atomic.Bool
-	down.Store(true)
-	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
-		if down.Load() {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusNoContent
-	})
+	rc, down := newDownReceiver(t)
 	mo := webhook.NewMemoryOutbox()
 	claims := &claimRecorder{Outbox: mo}
 	d, l, _ := start(t, claims, []string{rc.url()})
@@ -65,9 +58,7 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}
-	for id := range int64(n - 1) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "p"})
-	}
+	createRange(t, ps, 1, n)
 	atDown := rc.total()
 	testkit.WaitUntil(t, time.Minute, "five probes", func() bool { return rc.total() >= atDown+5 })
 	// While the subscriber is down, the Dispatcher claims one delivery at
@@ -79,11 +70,8 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	}
 
 	down.Store(false)
-	testkit.WaitUntil(t, time.Minute, "every event to be delivered", func() bool {
-		_, delivered, _ := rc.stats()
-		return len(delivered) == n
-	})
-	_, delivered, _ := rc.stats()
+	rc.waitDelivered(t, n)
+	_, delivered := rc.stats()
 	for id, c := range delivered {
 		if c != 1 {
 			t.Errorf("%s delivered %d times, want once", id, c)
@@ -104,24 +92,14 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	t.Parallel()
 	const n, bound = 60, 10
-	var down atomic.Bool
-	down.Store(true)
-	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
-		if down.Load() {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusNoContent
-	})
+	rc, down := newDownReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithOutboxMaxPending(bound))
 	d, l, _ := start(t, s, []string{rc.url()})
-	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
+	createRange(t, notifying(s, d), 0, n)
 	testkit.WaitUntil(t, time.Minute, "the outbox to drop the events past its bound", func() bool {
 		return float64(d.Stats().Dropped) == n-bound
 	})
-	if got := depth(t, d); got != bound {
+	if got := pending(t, d); got != bound {
 		t.Errorf("plantstore_webhook_outbox_depth = %v, want %d", got, bound)
 	}
 	if !strings.Contains(l.String(), "webhook: outbox full: dropped the oldest pending events") {
@@ -136,12 +114,8 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "two probes", func() bool { return rc.total() >= atDown+2 })
 
 	down.Store(false)
-	want := make([]int64, 0, bound)
-	for id := int64(n - bound); id < n; id++ {
-		want = append(want, id)
-	}
-	testkit.WaitUntil(t, time.Minute, "the newest events to be delivered", func() bool { return pendingCount(t, s) == 0 })
-	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+	testkit.WaitUntil(t, time.Minute, "the newest events to be delivered", func() bool { return pending(t, s) == 0 })
+	if diff := cmp.Diff(idRange(n-bound, n), rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
@@ -172,9 +146,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	d, l, _ := start(t, mo, []string{rc.url()}, webhook.WithMaxAge(maxAge))
 	ps := newPlantStore(mo, d)
 	created := time.Now()
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
+	createRange(t, ps, 0, n)
 	l.waitDown(t)
 	testkit.WaitUntil(t, time.Minute, "the events to pass the max age", func() bool { return time.Since(created) > maxAge })
 	atOld := rc.total()
@@ -191,11 +163,7 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 		return float64(d.Stats().Abandoned) == 1
 	})
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
-	want := make([]int64, 0, n-1)
-	for id := int64(1); id < n; id++ {
-		want = append(want, id)
-	}
-	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(1, n), rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
@@ -204,13 +172,9 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 // returns is no longer counted in plantstore_webhook_subscribers_down.
 func TestSubscribersDownEndsWithRun(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
 	mo := webhook.NewMemoryOutbox()
-	d, l, stop := start(t, mo, []string{rc.url()})
-	ps := newPlantStore(mo, d)
-	for id := range int64(20) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
+	d, l, stop := start(t, mo, []string{newReceiver(t, refuse).url()})
+	createRange(t, newPlantStore(mo, d), 0, 20)
 	l.waitDown(t)
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)

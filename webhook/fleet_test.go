@@ -28,7 +28,7 @@ func TestDispatchersShareOutbox(t *testing.T) {
 	for range 2 {
 		s, _ := openSQLite(t, path)
 		d, _, _ := start(t, s, []string{a.url(), b.url()})
-		pss = append(pss, plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() })))
+		pss = append(pss, notifying(s, d))
 	}
 	var creates sync.WaitGroup
 	for id := range int64(n) {
@@ -40,36 +40,12 @@ func TestDispatchersShareOutbox(t *testing.T) {
 	}
 	creates.Wait()
 	s, _ := openSQLite(t, path)
-	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pendingCount(t, s) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pending(t, s) == 0 })
 	for _, rc := range []*receiver{a, b} {
-		if attempts, _, _ := rc.stats(); !onceEach(n)(attempts) {
+		if attempts, _ := rc.stats(); !onceEach(n)(attempts) {
 			t.Errorf("%d webhook-ids received; want %d, each once", len(attempts), n)
 		}
 	}
-}
-
-// cutOff is an Outbox that a Dispatcher loses once it has made its first
-// claim, as a Dispatcher cut off from the database does: its lease
-// renewals and later claims fail, so that it can neither keep nor claim
-// again what it holds.
-type cutOff struct {
-	plantstore.Outbox
-	claimed atomic.Bool
-}
-
-func (o *cutOff) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
-	if o.claimed.Load() {
-		return nil, errDown
-	}
-	ds, err := o.Outbox.Claim(ctx, sub, owner, until, limit)
-	if len(ds) > 0 {
-		o.claimed.Store(true)
-	}
-	return ds, err
-}
-
-func (*cutOff) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
-	return nil, errDown
 }
 
 // TestExpiredLeaseGoesToAnotherDispatcher has a Dispatcher claim a
@@ -93,26 +69,15 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	defer close(release)
 	mo := webhook.NewMemoryOutbox()
 	opts := []webhook.Option{webhook.WithLease(300 * time.Millisecond), webhook.WithAttemptTimeout(time.Minute)}
-	d1, _, _ := start(t, &cutOff{Outbox: mo}, []string{rc.url()}, opts...)
+	// The first Dispatcher is cut off from the outbox once it has claimed
+	// the delivery: it can neither renew its lease nor claim again.
+	d1, _, _ := start(t, &deadOutbox{Outbox: mo, dieAtClaim: true}, []string{rc.url()}, opts...)
 	mustCreate(t, newPlantStore(mo, d1), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	testkit.WaitUntil(t, time.Minute, "the first attempt to hang", func() bool { return stuck.Load() == 1 })
 
 	start(t, mo, []string{rc.url()}, opts...)
-	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver", func() bool {
-		_, delivered, _ := rc.stats()
-		return len(delivered) == 1
-	})
+	rc.waitDelivered(t, 1) // by the second Dispatcher
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
-}
-
-// depth returns d's outbox depth.
-func depth(t *testing.T, d *webhook.Dispatcher) float64 {
-	t.Helper()
-	n, err := d.Depth(context.Background())
-	if err != nil {
-		t.Fatalf("Depth() = %v", err)
-	}
-	return float64(n)
 }
 
 func TestStats(t *testing.T) {
@@ -143,7 +108,7 @@ func TestStats(t *testing.T) {
 	for id := range int64(3) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
 	}
-	if got := depth(t, d); got < 1 || got > 3 {
+	if got := pending(t, d); got < 1 || got > 3 {
 		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
 	}
 	time.Sleep(maxAge - time.Since(created)) // the events must grow older than maxAge: the sleep is the scenario
@@ -151,13 +116,12 @@ func TestStats(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	stop()
 
-	_, failingDelivered, _ := failing.stats()
-	liveAttempts, _, _ := live.stats()
+	failingAttempts, failingDelivered := failing.stats()
+	liveAttempts, _ := live.stats()
 	failed := 0.0
 	for _, n := range liveAttempts {
 		failed += float64(n - 1)
 	}
-	failingAttempts, _, _ := failing.stats()
 	for _, n := range failingAttempts {
 		failed += float64(n)
 	}
@@ -165,7 +129,7 @@ func TestStats(t *testing.T) {
 	if diff := cmp.Diff(want, d.Stats()); diff != "" {
 		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
-	if got := depth(t, d); got != 0 {
+	if got := pending(t, d); got != 0 {
 		t.Errorf("outbox depth at the end = %v, want 0", got)
 	}
 	if len(failingDelivered) != 0 {
@@ -175,9 +139,8 @@ func TestStats(t *testing.T) {
 
 func TestStatsLogged(t *testing.T) {
 	t.Parallel()
-	dead := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
 	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, []string{dead.url()}, webhook.WithStatsInterval(20*time.Millisecond))
+	d, l, _ := start(t, mo, []string{newReceiver(t, refuse).url()}, webhook.WithStatsInterval(20*time.Millisecond))
 	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
 	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
 		return strings.Contains(l.String(), `msg="webhook: outbox" depth=1 delivered=0`)

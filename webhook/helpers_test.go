@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,11 +42,41 @@ type receiver struct {
 	delivered map[string]int    // 2xx answers by webhook-id
 	bodies    map[string]string // by webhook-id
 	problems  []string
-	active    int
-	maxActive int
 }
 
-func ok(http.ResponseWriter, *http.Request, int) int { return http.StatusNoContent }
+func ok(http.ResponseWriter, *http.Request, int) int     { return http.StatusNoContent }
+func refuse(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable }
+
+// newDownReceiver returns a receiver that refuses every delivery while
+// down is set, and acknowledges each once it is cleared. down starts set.
+func newDownReceiver(t *testing.T) (rc *receiver, down *atomic.Bool) {
+	t.Helper()
+	down = new(atomic.Bool)
+	down.Store(true)
+	return newReceiver(t, func(w http.ResponseWriter, r *http.Request, n int) int {
+		if down.Load() {
+			return refuse(w, r, n)
+		}
+		return ok(w, r, n)
+	}), down
+}
+
+// newGateReceiver returns a receiver that holds every request until open
+// is called, then acknowledges it, or until the client gives up, then
+// answers 503. Once open, it acknowledges every request at once.
+func newGateReceiver(t *testing.T) (rc *receiver, open func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	rc = newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
+		select {
+		case <-gate:
+			return http.StatusNoContent
+		case <-r.Context().Done():
+			return http.StatusServiceUnavailable
+		}
+	})
+	return rc, sync.OnceFunc(func() { close(gate) })
+}
 
 func newReceiver(t *testing.T, respond func(w http.ResponseWriter, r *http.Request, attempt int) int) *receiver {
 	t.Helper()
@@ -86,14 +119,11 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.bodies[id] = string(body)
 	rc.attempts[id]++
 	attempt := rc.attempts[id]
-	rc.active++
-	rc.maxActive = max(rc.maxActive, rc.active)
 	rc.mu.Unlock()
 
 	status := rc.respond(w, r, attempt)
 
 	rc.mu.Lock()
-	rc.active--
 	if status >= 200 && status <= 299 {
 		rc.delivered[id]++
 	}
@@ -102,15 +132,15 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // stats returns a copy of what rc counted.
-func (rc *receiver) stats() (attempts, delivered map[string]int, maxActive int) {
+func (rc *receiver) stats() (attempts, delivered map[string]int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return maps(rc.attempts), maps(rc.delivered), rc.maxActive
+	return maps.Clone(rc.attempts), maps.Clone(rc.delivered)
 }
 
 // total returns the number of attempts received, every event together.
 func (rc *receiver) total() int {
-	attempts, _, _ := rc.stats()
+	attempts, _ := rc.stats()
 	sum := 0
 	for _, c := range attempts {
 		sum += c
@@ -118,12 +148,22 @@ func (rc *receiver) total() int {
 	return sum
 }
 
-func maps(m map[string]int) map[string]int {
-	c := make(map[string]int, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+// waitAttempted waits until rc has received attempts of n events.
+func (rc *receiver) waitAttempted(t *testing.T, n int) {
+	t.Helper()
+	testkit.WaitUntil(t, time.Minute, fmt.Sprintf("attempts of %d events", n), func() bool {
+		attempts, _ := rc.stats()
+		return len(attempts) == n
+	})
+}
+
+// waitDelivered waits until rc has acknowledged n events.
+func (rc *receiver) waitDelivered(t *testing.T, n int) {
+	t.Helper()
+	testkit.WaitUntil(t, time.Minute, fmt.Sprintf("%d events delivered", n), func() bool {
+		_, delivered := rc.stats()
+		return len(delivered) == n
+	})
 }
 
 // plantIDs returns the plant ids of the bodies rc received, ascending.
@@ -188,18 +228,23 @@ func (l *logs) waitDown(t *testing.T) {
 	})
 }
 
+// options returns opts after the options every test starts from: log to
+// l, at debug level, and poll and back off quickly.
+func (l *logs) options(opts []webhook.Option) []webhook.Option {
+	return append([]webhook.Option{
+		webhook.WithLogger(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		webhook.WithPollInterval(20 * time.Millisecond),
+		webhook.WithBackoff(time.Millisecond, 10*time.Millisecond),
+	}, opts...)
+}
+
 // start runs a Dispatcher over source until the test ends or stop is
 // called. Its poll interval and backoff are small enough for tests unless
 // opts say otherwise.
 func start(t *testing.T, source plantstore.Outbox, subscribers []string, opts ...webhook.Option) (d *webhook.Dispatcher, l *logs, stop func()) {
 	t.Helper()
 	l = newLogs(t)
-	opts = append([]webhook.Option{
-		webhook.WithLogger(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-		webhook.WithPollInterval(20 * time.Millisecond),
-		webhook.WithBackoff(time.Millisecond, 10*time.Millisecond),
-	}, opts...)
-	d, err := webhook.New(source, subscribers, testSecret, opts...)
+	d, err := webhook.New(source, subscribers, testSecret, l.options(opts)...)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}
@@ -227,11 +272,47 @@ func newPlantStore(mo *webhook.MemoryOutbox, d *webhook.Dispatcher) *plantstore.
 		plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
 }
 
+// notifying returns a PlantStore over s, an outbox itself, that wakes d.
+func notifying(s plantstore.Storage, d *webhook.Dispatcher) *plantstore.PlantStore {
+	return plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d.Notify() }))
+}
+
 func mustCreate(t *testing.T, ps *plantstore.PlantStore, np plantstore.NewPlant) {
 	t.Helper()
 	if _, err := ps.Create(context.Background(), np); err != nil {
 		t.Fatalf("Create(%+v) = %v", np, err)
 	}
+}
+
+// createRange creates the plants from ids lo to hi-1, named p.
+func createRange(t *testing.T, ps *plantstore.PlantStore, lo, hi int64) {
+	t.Helper()
+	for id := lo; id < hi; id++ {
+		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
+	}
+}
+
+// idRange returns the ids from lo to hi-1.
+func idRange(lo, hi int64) []int64 {
+	ids := make([]int64, 0, hi-lo)
+	for id := lo; id < hi; id++ {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+type depther interface {
+	Depth(context.Context) (int, error)
+}
+
+// pending returns the depth of o, an outbox or a Dispatcher.
+func pending(t *testing.T, o depther) int {
+	t.Helper()
+	n, err := o.Depth(context.Background())
+	if err != nil {
+		t.Fatalf("Depth() = %v", err)
+	}
+	return n
 }
 
 func onceEach(n int) func(map[string]int) bool {
@@ -246,4 +327,85 @@ func onceEach(n int) func(map[string]int) bool {
 		}
 		return true
 	}
+}
+
+// failingOutbox fails every call, as a storage that cannot be reached does.
+type failingOutbox struct{}
+
+var errDown = errors.New("outbox down")
+
+func (failingOutbox) FanOut(context.Context, []string, int) (int, error) { return 0, errDown }
+func (failingOutbox) Claim(context.Context, string, string, time.Time, int) ([]plantstore.Delivery, error) {
+	return nil, errDown
+}
+func (failingOutbox) Extend(context.Context, string, string, []int64, time.Time) ([]int64, error) {
+	return nil, errDown
+}
+func (failingOutbox) Retry(context.Context, string, string, []plantstore.Retry) error { return errDown }
+func (failingOutbox) Ack(context.Context, string, []int64) error                      { return errDown }
+func (failingOutbox) Depth(context.Context) (int, error)                              { return 0, errDown }
+func (failingOutbox) Beat(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errDown
+}
+func (failingOutbox) TakeBack(context.Context, string, string) (int, int, error) {
+	return 0, 0, errDown
+}
+func (failingOutbox) EndRun(context.Context, string) (int, error) { return 0, errDown }
+
+// deadOutbox is the outbox as a process that is being killed, or cut off
+// from the database, sees it: once dead, no claim, renewal, retry,
+// acknowledgement or run record reaches the storage, so that what the
+// process held stays leased to it, as after kill -9. With dieAtClaim set,
+// it dies as soon as a claim gives it a delivery.
+type deadOutbox struct {
+	plantstore.Outbox
+	dieAtClaim bool
+	dead       atomic.Bool
+	takeBacks  atomic.Int64 // TakeBack calls that reached the outbox
+}
+
+// to returns the outbox a call reaches.
+func (o *deadOutbox) to() plantstore.Outbox {
+	if o.dead.Load() {
+		return failingOutbox{}
+	}
+	return o.Outbox
+}
+
+func (o *deadOutbox) runs() plantstore.OutboxRuns { return o.to().(plantstore.OutboxRuns) }
+
+func (o *deadOutbox) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
+	ds, err := o.to().Claim(ctx, sub, owner, until, limit)
+	if len(ds) > 0 && o.dieAtClaim {
+		o.dead.Store(true)
+	}
+	return ds, err
+}
+
+func (o *deadOutbox) Extend(ctx context.Context, sub, owner string, seqs []int64, until time.Time) ([]int64, error) {
+	return o.to().Extend(ctx, sub, owner, seqs, until)
+}
+
+func (o *deadOutbox) Retry(ctx context.Context, sub, owner string, retries []plantstore.Retry) error {
+	return o.to().Retry(ctx, sub, owner, retries)
+}
+
+func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
+	return o.to().Ack(ctx, sub, seqs)
+}
+
+func (o *deadOutbox) Beat(ctx context.Context, instance, owner string, ttl time.Duration) (bool, error) {
+	return o.runs().Beat(ctx, instance, owner, ttl)
+}
+
+func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int, int, error) {
+	runs := o.runs()
+	if _, failing := runs.(failingOutbox); !failing {
+		o.takeBacks.Add(1)
+	}
+	return runs.TakeBack(ctx, instance, owner)
+}
+
+func (o *deadOutbox) EndRun(ctx context.Context, owner string) (int, error) {
+	return o.runs().EndRun(ctx, owner)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,26 +44,10 @@ func openSQLite(t *testing.T, path string, opts ...sqlstore.Option) (s *sqlstore
 	return s, close
 }
 
-func pendingCount(t *testing.T, o plantstore.Outbox) int {
-	t.Helper()
-	n, err := o.Depth(context.Background())
-	if err != nil {
-		t.Fatalf("Depth() = %v", err)
-	}
-	return n
-}
-
 func TestRestartRedeliversPending(t *testing.T) {
 	t.Parallel()
 	const n = 5
-	var down atomic.Bool
-	down.Store(true)
-	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
-		if down.Load() {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
+	rc, down := newDownReceiver(t)
 	path := filepath.Join(t.TempDir(), "plants.db")
 	subs := []string{rc.url()}
 
@@ -72,29 +55,26 @@ func TestRestartRedeliversPending(t *testing.T) {
 	// stops before any is delivered.
 	s1, close1 := openSQLite(t, path)
 	d1, _, stop1 := start(t, s1, subs)
-	ps := plantstore.New(s1, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
+	ps := notifying(s1, d1)
 	for id := range int64(n) {
 		mustCreate(t, ps, plantstore.NewPlant{ID: id + 1, Name: "Fern", Tag: "✓", HasTag: true})
 	}
-	testkit.WaitUntil(t, time.Minute, "an attempt of every event", func() bool {
-		attempts, _, _ := rc.stats()
-		return len(attempts) == n
-	})
+	rc.waitAttempted(t, n)
 	stop1()
 	close1()
-	firstIDs, _, _ := rc.stats()
+	firstIDs, _ := rc.stats()
 
 	// The second process finds the events in the outbox and delivers them
 	// under the same webhook-ids.
 	down.Store(false)
 	s2, _ := openSQLite(t, path)
-	if got := pendingCount(t, s2); got != n {
+	if got := pending(t, s2); got != n {
 		t.Fatalf("after the restart %d events are pending, want %d", got, n)
 	}
 	start(t, s2, subs)
-	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pendingCount(t, s2) == 0 })
+	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pending(t, s2) == 0 })
 
-	attempts, delivered, _ := rc.stats()
+	attempts, delivered := rc.stats()
 	if !onceEach(n)(delivered) {
 		t.Errorf("deliveries by webhook-id = %v, want each of %d once", delivered, n)
 	}
@@ -103,7 +83,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 			t.Errorf("webhook-id %s is new after the restart; want the ids of the first attempts, %v", id, firstIDs)
 		}
 	}
-	if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, rc.plantIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(1, n+1), rc.plantIDs(t)); diff != "" {
 		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -115,91 +95,20 @@ func TestRestartRedeliversPending(t *testing.T) {
 func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	rc, hold := newHoldingReceiver(t)
+	rc, open := newGateReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	d1, _, stop1 := start(t, s, subs, webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
-	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
-	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
-		attempts, _, _ := rc.stats()
-		return len(attempts) == 4
-	})
+	createRange(t, notifying(s, d1), 0, n)
+	rc.waitAttempted(t, 4) // held by the subscriber
 	stop1()
 
-	hold.Store(false)
+	open()
 	start(t, s, subs, webhook.WithLease(time.Hour))
-	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
-	want := make([]int64, 0, n)
-	for id := range int64(n) {
-		want = append(want, id)
-	}
-	if diff := cmp.Diff(want, rc.deliveredIDs(t)); diff != "" {
+	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver every event", func() bool { return pending(t, s) == 0 })
+	if diff := cmp.Diff(idRange(0, n), rc.deliveredIDs(t)); diff != "" {
 		t.Errorf("plants delivered (-want +got):\n%s", diff)
 	}
-}
-
-// deadOutbox is the outbox as a process that is being killed sees it: once
-// dead, no call reaches the storage, so that what the process held stays
-// leased to it, as after kill -9.
-type deadOutbox struct {
-	plantstore.Outbox
-	dead      atomic.Bool
-	takeBacks atomic.Int64 // TakeBack calls that reached the outbox
-}
-
-var errKilled = errors.New("the process was killed")
-
-func (o *deadOutbox) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
-	if o.dead.Load() {
-		return nil, errKilled
-	}
-	return o.Outbox.Claim(ctx, sub, owner, until, limit)
-}
-
-func (o *deadOutbox) Extend(ctx context.Context, sub, owner string, seqs []int64, until time.Time) ([]int64, error) {
-	if o.dead.Load() {
-		return nil, errKilled
-	}
-	return o.Outbox.Extend(ctx, sub, owner, seqs, until)
-}
-
-func (o *deadOutbox) Retry(ctx context.Context, sub, owner string, retries []plantstore.Retry) error {
-	if o.dead.Load() {
-		return errKilled
-	}
-	return o.Outbox.Retry(ctx, sub, owner, retries)
-}
-
-func (o *deadOutbox) Ack(ctx context.Context, sub string, seqs []int64) error {
-	if o.dead.Load() {
-		return errKilled
-	}
-	return o.Outbox.Ack(ctx, sub, seqs)
-}
-
-func (o *deadOutbox) Beat(ctx context.Context, instance, owner string, ttl time.Duration) (bool, error) {
-	if o.dead.Load() {
-		return false, errKilled
-	}
-	return o.Outbox.(plantstore.OutboxRuns).Beat(ctx, instance, owner, ttl)
-}
-
-func (o *deadOutbox) TakeBack(ctx context.Context, instance, owner string) (int, int, error) {
-	if o.dead.Load() {
-		return 0, 0, errKilled
-	}
-	o.takeBacks.Add(1)
-	return o.Outbox.(plantstore.OutboxRuns).TakeBack(ctx, instance, owner)
-}
-
-func (o *deadOutbox) EndRun(ctx context.Context, owner string) (int, error) {
-	if o.dead.Load() {
-		return 0, errKilled
-	}
-	return o.Outbox.(plantstore.OutboxRuns).EndRun(ctx, owner)
 }
 
 // TestRestartTakesBackItsLeases kills a Dispatcher of a named instance
@@ -225,42 +134,26 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
-			rc, hold := newHoldingReceiver(t)
+			rc, open := newGateReceiver(t)
 			dir := t.TempDir()
 			s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
 			subs := []string{rc.url()}
 			opts := append(tt.opts(filepath.Join(dir, "run.lock")), webhook.WithInstance(instance), webhook.WithLease(time.Hour))
 			dying := &deadOutbox{Outbox: s}
 			d1, _, stop1 := start(t, dying, subs, append(opts, webhook.WithConcurrency(4))...)
-			ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
-			for id := range int64(n) {
-				mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-			}
-			testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
-				attempts, _, _ := rc.stats()
-				return len(attempts) == 4
-			})
-			// A claim of another process finds nothing once the Dispatcher
-			// holds every delivery; its lease ends as it is taken, so that
-			// what it might find before then stays free.
-			testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
-				ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
-				return err == nil && len(ds) == 0
-			})
+			createRange(t, notifying(s, d1), 0, n)
+			rc.waitAttempted(t, 4) // held by the subscriber
+			waitAllClaimed(t, s, rc, n)
 			dying.dead.Store(true)
 			stop1() // its hand-back fails: the leases stay with the killed run; its run lock ends
-			hold.Store(false)
+			open()
 
 			_, l, _ := start(t, s, subs, opts...)
-			testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pendingCount(t, s) == 0 })
+			testkit.WaitUntil(t, time.Minute, "the restarted Dispatcher to deliver every event", func() bool { return pending(t, s) == 0 })
 			if got := l.String(); !strings.Contains(got, "took back the deliveries this instance's previous run held") || !strings.Contains(got, tt.knownBy) {
 				t.Errorf("the restarted Dispatcher did not log that it took back its deliveries (%s):\n%s", tt.knownBy, got)
 			}
-			want := make([]int64, 0, n)
-			for id := range int64(n) {
-				want = append(want, id)
-			}
-			if diff := cmp.Diff(want, rc.plantIDs(t)); diff != "" {
+			if diff := cmp.Diff(idRange(0, n), rc.plantIDs(t)); diff != "" {
 				t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -276,33 +169,16 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	t.Parallel()
 	const n, instance = 20, "plantstore twin [::]:8080"
-	release := make(chan struct{})
-	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		select {
-		case <-release:
-			return http.StatusNoContent
-		case <-r.Context().Done():
-			return http.StatusServiceUnavailable
-		}
-	})
+	rc, release := newGateReceiver(t)
 	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	// Both on one run lock file, as on one host: the second cannot take it.
 	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(2 * time.Second), webhook.WithLease(time.Hour),
 		webhook.WithConcurrency(4), webhook.WithAttemptTimeout(time.Minute), webhook.WithRunLock(filepath.Join(t.TempDir(), "run.lock"))}
 	d1, l1, _ := start(t, s, subs, opts...)
-	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
-	testkit.WaitUntil(t, time.Minute, "four requests held by the subscriber", func() bool {
-		attempts, _, _ := rc.stats()
-		return len(attempts) == 4
-	})
-	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
-		ds, err := s.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
-		return err == nil && len(ds) == 0
-	})
+	createRange(t, notifying(s, d1), 0, n)
+	rc.waitAttempted(t, 4) // held by the subscriber
+	waitAllClaimed(t, s, rc, n)
 
 	_, l2, _ := start(t, s, subs, opts...)
 	// Once the second has renewed its record for as long as a record
@@ -311,7 +187,7 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to find the first alive", func() bool {
 		return strings.Contains(l2.String(), "other live runs share this instance's name")
 	})
-	close(release)
+	release()
 	checkTwinsDeliveredOnce(t, s, rc, n, l1, l2)
 }
 
@@ -323,15 +199,7 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	t.Parallel()
 	const n, instance, heartbeat = 20, "plantstore twin [::]:8080", 2 * time.Second
-	release := make(chan struct{})
-	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		select {
-		case <-release:
-			return http.StatusNoContent
-		case <-r.Context().Done():
-			return http.StatusServiceUnavailable
-		}
-	})
+	rc, release := newGateReceiver(t)
 	path := filepath.Join(t.TempDir(), "plants.db")
 	s, _ := openSQLite(t, path)
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
@@ -345,15 +213,8 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	w1, w2 := &deadOutbox{Outbox: s}, &deadOutbox{Outbox: s}
 	d1, l1, _ := start(t, w1, subs, opts...)
 	_, l2, _ := start(t, w2, subs, opts...)
-	ps := plantstore.New(s, plantstore.OnCreate(func(plantstore.Plant) { d1.Notify() }))
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
-	// Four attempts at a time each: with eight held, both hold some.
-	testkit.WaitUntil(t, time.Minute, "eight requests held by the subscriber", func() bool {
-		attempts, _, _ := rc.stats()
-		return len(attempts) == 8
-	})
+	createRange(t, notifying(s, d1), 0, n)
+	rc.waitAttempted(t, 8) // four at a time each: with eight held, both hold some
 
 	w1.dead.Store(true)
 	w2.dead.Store(true)
@@ -368,7 +229,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "both runs to look for runs to take back after the outage", func() bool {
 		return w1.takeBacks.Load() > before1 && w2.takeBacks.Load() > before2
 	})
-	close(release)
+	release()
 	checkTwinsDeliveredOnce(t, s, rc, n, l1, l2)
 }
 
@@ -391,21 +252,16 @@ func TestRunLockRemovedAtCleanStop(t *testing.T) {
 	}
 }
 
-// newHoldingReceiver returns a receiver that holds every request until the
-// client gives up, while hold is set, and acknowledges each once it is
-// cleared. hold starts set.
-func newHoldingReceiver(t *testing.T) (*receiver, *atomic.Bool) {
+// waitAllClaimed waits until a claim of another process finds none of
+// the n deliveries to rc in o: a Dispatcher holds every one. The lease of
+// that claim ends as it is taken, so that what it might find before then
+// stays free.
+func waitAllClaimed(t *testing.T, o plantstore.Outbox, rc *receiver, n int) {
 	t.Helper()
-	hold := new(atomic.Bool)
-	hold.Store(true)
-	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) int {
-		if hold.Load() {
-			<-r.Context().Done()
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusNoContent
+	testkit.WaitUntil(t, time.Minute, "every delivery claimed", func() bool {
+		ds, err := o.Claim(t.Context(), webhook.SubscriberKey(rc.url()), "another process", time.Now(), n)
+		return err == nil && len(ds) == 0
 	})
-	return rc, hold
 }
 
 // checkTwinsDeliveredOnce waits until the outbox o holds nothing
@@ -414,8 +270,8 @@ func newHoldingReceiver(t *testing.T) (*receiver, *atomic.Bool) {
 // taken back.
 func checkTwinsDeliveredOnce(t *testing.T, o plantstore.Outbox, rc *receiver, n int, twins ...*logs) {
 	t.Helper()
-	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pendingCount(t, o) == 0 })
-	attempts, delivered, _ := rc.stats()
+	testkit.WaitUntil(t, time.Minute, "every event delivered", func() bool { return pending(t, o) == 0 })
+	attempts, delivered := rc.stats()
 	if !onceEach(n)(delivered) || !onceEach(n)(attempts) {
 		t.Errorf("deliveries by webhook-id = %v, attempts %v, want each of %d once", delivered, attempts, n)
 	}

@@ -2,14 +2,9 @@ package webhook_test
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,18 +17,12 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// startOn calls Start on storage with the test secret and a short poll
-// interval, logging to a new logs, and stops the Dispatcher when the test
-// ends.
+// startOn calls Start on storage with the test secret and the options of
+// start, and stops the Dispatcher when the test ends.
 func startOn(t *testing.T, storage plantstore.Storage, subscribers []string, opts ...webhook.Option) (*webhook.Dispatcher, *plantstore.PlantStore, *logs) {
 	t.Helper()
 	l := newLogs(t)
-	opts = append([]webhook.Option{
-		webhook.WithLogger(slog.New(slog.NewTextHandler(l, nil))),
-		webhook.WithPollInterval(20 * time.Millisecond),
-		webhook.WithBackoff(time.Millisecond, 10*time.Millisecond),
-	}, opts...)
-	d, psOpts, err := webhook.Start(context.Background(), storage, subscribers, testSecret, opts...)
+	d, psOpts, err := webhook.Start(context.Background(), storage, subscribers, testSecret, l.options(opts)...)
 	if err != nil {
 		t.Fatalf("Start() = %v", err)
 	}
@@ -60,11 +49,9 @@ func TestStartChoosesTheOutbox(t *testing.T) {
 			}
 			rc := newReceiver(t, ok)
 			d, ps, l := startOn(t, storage, []string{rc.url()})
-			for i := range 10 {
-				mustCreate(t, ps, plantstore.NewPlant{ID: int64(i), Name: "p"})
-			}
+			createRange(t, ps, 0, 10)
 			testkit.WaitUntil(t, 10*time.Second, "every plant delivered", func() bool {
-				_, delivered, _ := rc.stats()
+				_, delivered := rc.stats()
 				return onceEach(10)(delivered)
 			})
 			want := fmt.Sprintf(`level=INFO msg="delivering plant-added webhooks" subscribers=1 durable=%v`, durable)
@@ -105,11 +92,8 @@ func TestStartRefusesAStoreWithoutEvents(t *testing.T) {
 func TestStartBoundsTheMemoryOutbox(t *testing.T) {
 	t.Parallel()
 	const n, bound = 30, 5
-	rc := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusServiceUnavailable })
-	d, ps, l := startOn(t, memstore.New(), []string{rc.url()}, webhook.WithMemoryOutbox(webhook.WithMaxPending(bound)))
-	for i := range n {
-		mustCreate(t, ps, plantstore.NewPlant{ID: int64(i), Name: "p"})
-	}
+	d, ps, l := startOn(t, memstore.New(), []string{newReceiver(t, refuse).url()}, webhook.WithMemoryOutbox(webhook.WithMaxPending(bound)))
+	createRange(t, ps, 0, n)
 	if st := d.Stats(); !st.CanDrop || st.Dropped != n-bound {
 		t.Errorf("Stats() = %+v, want %d dropped", st, n-bound)
 	}
@@ -150,48 +134,5 @@ func TestStop(t *testing.T) {
 	}
 	if got := rc.total(); got != 1 {
 		t.Errorf("%d attempts, want 1: a Dispatcher stopped before it ran delivers nothing", got)
-	}
-}
-
-// TestReloadSecretFile swaps the signing secret from a file: the same key
-// changes nothing, a weak one is refused and the old one kept, and a new
-// one signs the deliveries from then on.
-func TestReloadSecretFile(t *testing.T) {
-	t.Parallel()
-	got := make(chan http.Header, 10)
-	bodies := make(chan []byte, 10)
-	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- r.Header
-		bodies <- b
-	}))
-	t.Cleanup(sub.Close)
-	d, ps, _ := startOn(t, memstore.New(), []string{sub.URL})
-	file := filepath.Join(t.TempDir(), "secret")
-	newSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore new key 0123456789abcd"))
-	for _, tt := range []struct {
-		contents    string
-		wantChanged bool
-		wantErr     error
-	}{
-		{string(testSecret) + "\n", false, nil},
-		{"short", false, webhook.ErrSecret},
-		{newSecret + "\n", true, nil},
-		{newSecret, false, nil},
-	} {
-		if err := os.WriteFile(file, []byte(tt.contents), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		changed, err := d.ReloadSecretFile(file, nil)
-		if changed != tt.wantChanged || !errors.Is(err, tt.wantErr) {
-			t.Errorf("ReloadSecretFile(%q) = %v, %v; want %v, %v", tt.contents, changed, err, tt.wantChanged, tt.wantErr)
-		}
-	}
-	if _, err := ps.Create(context.Background(), plantstore.NewPlant{ID: 1, Name: "Monstera"}); err != nil {
-		t.Fatal(err)
-	}
-	h, b := <-got, <-bodies
-	if err := webhook.Verify([]byte(newSecret), h, b, time.Now(), 0); err != nil {
-		t.Errorf("the delivery after the reload does not verify with the new secret: %v", err)
 	}
 }
