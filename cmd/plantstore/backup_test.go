@@ -110,13 +110,7 @@ func TestBackupRestoreRefuse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "plants.db")
-	url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-log-level", "warn"}, map[string]string{"PLANTSTORE_TOKENS": "tok"})
-	if status, body := post(t, url, "tok", `{"id":1,"name":"one"}`); status != 200 {
-		t.Fatalf("create = %d %s", status, body)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	writePlantstoreDB(t, db)
 	snap := filepath.Join(dir, "snap.db")
 	var stderr testkit.Buffer
 	if err := run(t.Context(), []string{"backup", "-db", db, "-out", snap}, func(string) string { return "" }, io.Discard, &stderr); err != nil {

@@ -8,14 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,8 +85,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 			map[string]string{"PLANTSTORE_WEBHOOK": "http://a.example/h1,http://b.example/h2"},
 			defaults(func(s *settings) { s.Webhooks = []string{"http://c.example/h"} }),
 			"the command line's list replaces the variable's, it does not add to it"},
-		{"version is not read from the environment", nil, map[string]string{envName("version"): "true"},
-			defaults(func(*settings) {}), ""},
+		{"version and probe are not read from the environment", nil, map[string]string{envName("version"): "true", envName("probe"): "/readyz"},
+			defaults(func(*settings) {}), "neither may turn a server into something else"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,8 +96,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 			}
 			got := settings{Addr: o.addr, DB: o.db, MaxBody: o.maxBody, LogLevel: o.logLevel, LogFormat: o.logFormat,
 				Conventional: o.conventional, ReadTimeout: o.readTimeout, Webhooks: o.webhooks, FromEnv: o.fromEnv}
-			if o.version {
-				t.Error("-version is set")
+			if o.version || o.probe != "" {
+				t.Errorf("-version %v, -probe %q: want neither set", o.version, o.probe)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("options mismatch (-want +got):\n%s", diff)
@@ -286,33 +284,6 @@ func TestRunLogsJSON(t *testing.T) {
 	// The last lines, written just before run returned, were flushed.
 	if len(msgs) == 0 || msgs[len(msgs)-1] != "plantstore stopped" {
 		t.Errorf("log messages %q, want the last to be \"plantstore stopped\"", msgs)
-	}
-}
-
-// TestRunLogsAndFlushesAFatalError checks that a run that fails after its
-// log is set up writes the error as a log line, and that its buffered
-// lines reach stderr before it returns.
-func TestRunLogsAndFlushesAFatalError(t *testing.T) {
-	t.Parallel()
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	var stdout, stderr testkit.Buffer
-	err = run(context.Background(), []string{"-addr", taken.Addr().String(), "-db", "memory", "-log-format", "json"},
-		func(k string) string { return map[string]string{"PLANTSTORE_TOKENS": "tok"}[k] }, &stdout, &stderr)
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Fatalf("run on a taken port = %v, want EADDRINUSE", err)
-	}
-	if _, ok := errors.AsType[loggedError](err); !ok {
-		t.Errorf("run = %#v, want a loggedError, so that main does not print it again", err)
-	}
-	lines := jsonLines(t, stderr.String())
-	last := lines[len(lines)-1]
-	// The log line is what the operator reads: run's error, word for word.
-	if last["level"] != "ERROR" || last["msg"] != "plantstore failed" || last["err"] != err.Error() {
-		t.Errorf("last log line = %v, want run's error %q at level ERROR", last, err)
 	}
 }
 

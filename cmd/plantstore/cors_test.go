@@ -7,6 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestRunCORSOrigin checks that each -cors-origin reaches the handler:
+// a preflight from the one and a request from the other are allowed.
+// What CORS answers to other origins, and without a token, is httpapi's
+// TestCORS.
 func TestRunCORSOrigin(t *testing.T) {
 	t.Parallel()
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory",
@@ -39,17 +43,13 @@ func TestRunCORSOrigin(t *testing.T) {
 	got := []answer{}
 	for _, r := range []*http.Response{
 		send("OPTIONS", "http://localhost:3000", ""),
-		send("OPTIONS", "https://evil.example.com", ""),
 		send("GET", "https://app.example.com", "s3cret"),
-		send("GET", "https://app.example.com", ""),
 	} {
 		got = append(got, answer{r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"), r.Header.Get("Allow")})
 	}
 	want := []answer{
 		{204, "http://localhost:3000", "GET, HEAD, OPTIONS, POST"},
-		{204, "", "GET, HEAD, OPTIONS, POST"},
 		{200, "https://app.example.com", ""},
-		{400, "https://app.example.com", ""}, // error 401: CORS lets no one past the token
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers mismatch (-want +got):\n%s", diff)

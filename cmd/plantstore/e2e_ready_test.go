@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,8 +99,8 @@ func TestDiskFullReadiness(t *testing.T) {
 		}
 		return code == 503
 	})
-	if status, body := get(t, p.URL, "/healthz"); status != 200 {
-		t.Errorf("GET /healthz on a full disk = %d %s, want 200", status, body)
+	if got := getCode(t, p.URL+"/healthz", ""); got != 200 {
+		t.Errorf("GET /healthz on a full disk = %d, want 200", got)
 	}
 
 	if err := os.Remove(filler); err != nil {
@@ -212,21 +211,21 @@ func TestOutageLogIsBounded(t *testing.T) {
 	proxy.Restore()
 }
 
-// TestStalledStderrDoesNotStallServing runs the binary with its stderr a
+// TestStalledStderrDoesNotStallServing runs the server with its stderr a
 // pipe nobody reads. Requests keep being answered while the access lines
 // pile up; the lines that do not fit are dropped and counted, and once the
-// pipe is read again a line says how many were lost.
+// pipe is read again a line says how many were lost. How a LogWriter drops
+// and reports is server's TestLogWriterDropsInsteadOfBlocking.
 func TestStalledStderrDoesNotStallServing(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	cmd := exec.Command(binary(t), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info")
-	cmd.Env = testkit.Env("PLANTSTORE_TOKENS=" + procToken)
-	cmd.Stderr = w
-	base := testkit.StartCmd(t, cmd).URL
-	w.Close()
+	t.Cleanup(func() { w.Close() }) // once run has stopped
+	base, _, _ := startRunTo(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "info"},
+		map[string]string{"PLANTSTORE_TOKENS": procToken}, w)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	t.Cleanup(c.CloseIdleConnections)
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,9 +23,10 @@ import (
 
 // These tests start the binary over TLS and send it SIGHUP: what a reload
 // does to each file is the library's (server's TLS and reload tests,
-// httpapi's TestTokenFileReload and TestTokenFileReloadUnderRequests,
-// webhook's TestSetSecret); the binary adds the flags that name the files
-// and the signal that reloads all of them at once.
+// httpapi's TestTokenFileReload, TestTokenFileReloadUnderRequests and
+// TestTokenFileReloadOfNamedPipeWithoutWriter, webhook's TestRotateSecret);
+// the binary adds the flags that name the files, the signal that reloads
+// all of them at once, and the reloads' outcomes in /metrics.
 
 // tlsClient returns a client that trusts only ca and asks for HTTP/2, with
 // a new connection, and so a new TLS handshake, for every request.
@@ -105,27 +105,16 @@ func lastLine(output, msg string) string {
 	return last
 }
 
-// TestTLSFlags checks that -tls-cert and -tls-key serve HTTPS, over
-// HTTP/2, and that -probe finds the server with them.
-func TestTLSFlags(t *testing.T) {
-	ca := testkit.NewCA(t)
-	p, f := startTLS(t, ca, "tls-token")
-	addr := strings.TrimPrefix(p.URL, "https://")
-	if out, errOut, err := testkit.Run(t, binary(t), testkit.Env(), "-probe", "/healthz", "-addr", addr,
-		"-tls-cert", f.cert, "-tls-key", f.key); err != nil || !strings.HasPrefix(out, "GET https://") {
-		t.Errorf("-probe /healthz with -tls-cert: %v, stdout %q, stderr %q; want status 0 after a GET over HTTPS", err, out, errOut)
-	}
-	if code, proto := createTLS(t, tlsClient(ca), p.URL, "tls-token", 1); code != 200 || proto != 2 {
-		t.Errorf("create over HTTPS = %d over HTTP/%d, want 200 over HTTP/2", code, proto)
-	}
-}
-
-// TestSIGHUPReloadsTheFiles rewrites the certificate, the token file and
-// the webhook secret file, and sends SIGHUP: first with files that will
-// not do (a certificate that does not parse, no token file, a weak
-// secret), which keeps every old value, logs why and serves on; then with
-// good ones, which all take effect at once, without a secret or token in
-// the log.
+// TestSIGHUPReloadsTheFiles starts the binary with -tls-cert and -tls-key,
+// which serve HTTPS, over HTTP/2, and with which -probe finds it. It
+// rewrites the certificate, the token file and the webhook secret file,
+// and sends SIGHUP: first with files that will not do (a certificate that
+// does not parse, a token file with a line no client can send, a weak
+// secret), which keeps every old value, logs why, naming the token file's
+// refused line, shows the tokens failing in /metrics (the alert
+// PlantstoreConfigReloadFailed reads it) and serves on; then with good
+// ones, which all take effect at once, without a secret or token in the
+// log.
 //
 // It is one piece: each reload acts on the files and the process the one
 // before it left.
@@ -160,8 +149,8 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	// delivery was signed with, when it was stored.
 	create := func(id int64, token string, want int) string {
 		t.Helper()
-		if code, _ := createTLS(t, c, p.URL, token, id); code != want {
-			t.Fatalf("create %d with %s = %d, want %d", id, token, code, want)
+		if code, proto := createTLS(t, c, p.URL, token, id); code != want || proto != 2 {
+			t.Fatalf("create %d with %s = %d over HTTP/%d, want %d over HTTP/2", id, token, code, proto, want)
 		}
 		if want != 200 {
 			return ""
@@ -176,12 +165,41 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 		defer mu.Unlock()
 		return signedWith[id]
 	}
+	// reloads returns the tokens' series of the reloads' outcomes, read
+	// with token: 1 or 0 for the last reload, and the failures so far.
+	reloads := func(token string) (last, failures string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", p.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		last, failures = "(none)", "(none)"
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, `plantstore_config_last_reload_successful{what="tokens"} `); ok {
+				last = strings.TrimSpace(v)
+			} else if v, ok := strings.CutPrefix(line, `plantstore_config_reload_failures_total{what="tokens"} `); ok {
+				failures = strings.TrimSpace(v)
+			}
+		}
+		return last, failures
+	}
+	if out, errOut, err := testkit.Run(t, binary(t), testkit.Env(), "-probe", "/healthz", "-addr", addr,
+		"-tls-cert", f.cert, "-tls-key", f.key); err != nil || !strings.HasPrefix(out, "GET https://") {
+		t.Errorf("-probe /healthz with -tls-cert: %v, stdout %q, stderr %q; want status 0 after a GET over HTTPS", err, out, errOut)
+	}
 	if got := create(1, "old-token", 200); got != "old" {
 		t.Errorf("before a reload, signed with %s, want old", got)
 	}
+	if last, _ := reloads("old-token"); last != "1" {
+		t.Errorf("the tokens' last reload at start = %s, want 1", last)
+	}
 
 	testkit.WriteFile(t, f.cert, "not a certificate\n")
-	os.Remove(f.tokens)
+	testkit.WriteFile(t, f.tokens, "# the tokens\nnew-token\na token with spaces\n")
 	testkit.WriteFile(t, secretFile, "short\n")
 	if line := hangUp(t, p, 1); !strings.Contains(line, `kept_after_error="certificate,tokens,webhook secret"`) {
 		t.Errorf("a reload of bad files logged %q, want every old value kept", line)
@@ -189,7 +207,7 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	logs := p.Stderr.String()
 	for _, want := range []struct{ msg, why string }{
 		{"reload: kept the old certificate", f.cert},
-		{"reload: kept the old tokens", f.tokens},
+		{"reload: kept the old tokens", f.tokens + ", line 3"},
 		{"reload: kept the old webhook secret", "webhook: invalid secret"},
 	} {
 		if line := lastLine(logs, want.msg); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, want.why) {
@@ -201,6 +219,9 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	}
 	if got := create(2, "old-token", 200); got != "old" {
 		t.Errorf("after a reload of bad files, signed with %s, want old", got)
+	}
+	if last, failures := reloads("old-token"); last != "0" || failures != "1" {
+		t.Errorf("after a failed reload, the tokens' last reload %s and failures %s; want 0 and 1", last, failures)
 	}
 
 	ca.WriteLeaf(t, 2, f.cert, f.key)
@@ -215,6 +236,9 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	create(3, "old-token", 401)
 	if got := create(4, "new-token", 200); got != "new" {
 		t.Errorf("after the reload, signed with %s, want new", got)
+	}
+	if last, failures := reloads("new-token"); last != "1" || failures != "1" {
+		t.Errorf("after a good reload, the tokens' last reload %s and failures %s; want 1 and 1", last, failures)
 	}
 	for _, s := range []string{"old-token", "new-token", oldSecret, newSecret, oldSecret[len("whsec_"):], newSecret[len("whsec_"):]} {
 		if strings.Contains(p.Stderr.String(), s) {

@@ -112,11 +112,9 @@ func nsClient(pid int) *http.Client {
 	}
 }
 
-// A holdingSubscriber answers each delivery 204 after holding it for
-// hold, or, when gate is set, until gate is closed, and counts the
-// deliveries it answered by plant id.
+// A holdingSubscriber answers each delivery 204 once gate is closed, and
+// counts the deliveries it answered by plant id.
 type holdingSubscriber struct {
-	hold time.Duration
 	gate chan struct{}
 
 	mu        sync.Mutex
@@ -141,22 +139,8 @@ func (s *holdingSubscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad delivery", http.StatusBadRequest)
 		return
 	}
-	// The hold is the scenario, the time a slow subscriber takes.
-	wait := s.gate
-	if wait == nil {
-		t := time.NewTimer(s.hold)
-		defer t.Stop()
-		wait = make(chan struct{})
-		go func() {
-			select {
-			case <-t.C:
-				close(wait)
-			case <-r.Context().Done():
-			}
-		}()
-	}
 	select {
-	case <-wait:
+	case <-s.gate:
 	case <-r.Context().Done():
 		return // the sender is gone: nothing was delivered
 	}
@@ -219,58 +203,6 @@ func unixSocketDSN(t *testing.T, dsn string) string {
 	return s.String()
 }
 
-// TestTwinsWithOneNameDeliverOnce runs two instances as two containers of
-// one service with one host name would: each in network and UTS
-// namespaces of its own, both named "twin" and both listening on
-// 127.0.0.1:8080, on one PostgreSQL database, delivering to one
-// subscriber that holds each delivery 3 s. The second starts while the
-// first holds the deliveries of 40 plants; each plant must be delivered
-// once. When both took the same lease owner from their name and address,
-// the second took back the first's leases as a restart would and the
-// subscriber got 68 deliveries for the 40 plants.
-func TestTwinsWithOneNameDeliverOnce(t *testing.T) {
-	testkit.Long(t, "holds 40 webhook deliveries 3 s each, 4 at a time")
-	t.Parallel()
-	const (
-		n       = 40
-		host    = "twin"
-		addr    = "127.0.0.1:8080"
-		subAddr = "127.0.0.1:9000"
-	)
-	dsn, db := twinDatabase(t)
-
-	sub := &holdingSubscriber{hold: 3 * time.Second, delivered: map[int64]int{}}
-	// Each with a state directory of its own, as each container has.
-	env := func() []string {
-		return testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+twinSecret, "STATE_DIRECTORY="+t.TempDir())
-	}
-	args := []string{"-addr", addr, "-db", dsn, "-webhook", "http://" + subAddr + "/hook"}
-	bin := binary(t)
-
-	first := startInNamespace(t, host, bin, env(), args...)
-	serveIn(t, first.Cmd.Process.Pid, subAddr, sub)
-	createIn(t, first.Cmd.Process.Pid, addr, 0, n)
-	testkit.WaitUntil(t, 30*time.Second, "the subscriber to hold the first instance's deliveries", func() bool {
-		received, _, _, _ := sub.counts()
-		return received >= 4
-	})
-
-	second := startInNamespace(t, host, bin, env(), args...)
-	serveIn(t, second.Cmd.Process.Pid, subAddr, sub)
-	stopWhenDelivered(t, db, first, second)
-
-	received, delivered, plants, twice := sub.counts()
-	t.Logf("%d events, two instances named %q on %s: %d requests received, %d deliveries, %d plants, %d delivered more than once",
-		n, host, addr, received, delivered, plants, twice)
-	for _, b := range sub.bad {
-		t.Errorf("subscriber: %s", b)
-	}
-	if plants != n || delivered != n {
-		t.Errorf("%d deliveries of %d plants (%d more than once), want %d deliveries, one of each plant\nfirst:\n%s\nsecond:\n%s",
-			delivered, plants, twice, n, first.Stderr, second.Stderr)
-	}
-}
-
 // createIn creates plants first…first+n-1 through the instance listening
 // on addr in the network namespace of process pid.
 func createIn(t *testing.T, pid int, addr string, first, n int64) {
@@ -283,9 +215,12 @@ func createIn(t *testing.T, pid int, addr string, first, n int64) {
 	}
 }
 
-// TestTwinRestartsBesideLiveTwin runs two instances as
-// TestTwinsWithOneNameDeliverOnce does, each holding deliveries that the
-// subscriber keeps unanswered, kills the first with SIGKILL and starts it
+// TestTwinRestartsBesideLiveTwin runs two instances as two containers of
+// one service with one host name would: each in network and UTS
+// namespaces of its own, both named "twin" and both listening on
+// 127.0.0.1:8080, on one PostgreSQL database, delivering to one
+// subscriber. Each holds deliveries that the subscriber keeps unanswered.
+// It kills the first with SIGKILL and starts it
 // again in a new namespace, with the same host name and address, as a
 // container restarts: the restarted instance must take back what its
 // killed run held, and nothing of its live twin's, so that each plant is
@@ -373,6 +308,9 @@ func testTwinRestart(t *testing.T, sameState bool) {
 	received, delivered, plants, twice := sub.counts()
 	t.Logf("%d events, a twin restarted beside a live one: %d requests received, %d deliveries, %d plants, %d delivered more than once",
 		n, received, delivered, plants, twice)
+	for _, b := range sub.bad {
+		t.Errorf("subscriber: %s", b)
+	}
 	if strings.Contains(second.Stderr.String(), "this run was taken for gone") {
 		t.Errorf("the live twin was taken for gone:\n%s", second.Stderr)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +45,16 @@ func logged(output, msg string) int {
 // that stops it (as SIGTERM would) and returns run's error.
 func startRun(t *testing.T, args []string, env map[string]string) (url string, stdout, stderr *testkit.Buffer, stop func() error) {
 	t.Helper()
+	stderr = &testkit.Buffer{}
+	url, stdout, stop = startRunTo(t, args, env, stderr)
+	return url, stdout, stderr, stop
+}
+
+// startRunTo is startRun with run's log going to stderr.
+func startRunTo(t *testing.T, args []string, env map[string]string, stderr io.Writer) (url string, stdout *testkit.Buffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr = &testkit.Buffer{}, &testkit.Buffer{}
+	stdout = &testkit.Buffer{}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr)
@@ -77,7 +85,7 @@ func startRun(t *testing.T, args []string, env map[string]string) (url string, s
 		return runErr
 	}
 	t.Cleanup(func() { stop() })
-	return url, stdout, stderr, stop
+	return url, stdout, stop
 }
 
 // post sends body as a create with token; see [testkit.Post].
@@ -164,6 +172,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{name: "zero webhook lease", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-lease", "0s"}, wantErr: errNotPositive, wantFlag: "webhook-lease"},
 		{name: "negative shutdown timeout", args: []string{"-db", "memory", "-shutdown-timeout", "-5s"}, wantErr: errNegative, wantFlag: "shutdown-timeout"},
 		{name: "CORS origin with a path", args: []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, wantFlag: "cors-origin"},
+		{name: "public metrics on a metrics address", args: []string{"-db", "memory", "-metrics-public", "-metrics-addr", "127.0.0.1:0"}, wantFlag: "metrics-public"},
 		{name: "metrics address without a port", args: []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, wantFlag: "metrics-addr"},
 		{name: "OTLP endpoint without a scheme", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "collector:4318"}, wantErr: errOTLPEndpoint, wantFlag: "otlp-endpoint"},
 		{name: "OTLP endpoint with a query", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "http://collector:4318/?x=1"}, wantErr: errOTLPQuery, wantFlag: "otlp-endpoint"},
@@ -244,18 +253,19 @@ func TestTimeoutFlags(t *testing.T) {
 	}
 }
 
+// TestTokenFile checks that -token-file reaches the handler, and its
+// warning the binary's log, without the token. What a token file may hold
+// is httpapi's TestTokenFileReload; when it warns,
+// TestTokenFileWarnsOfASharedFile.
 func TestTokenFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(file, []byte("# operators\nfile-token-1\n\n  file-token-2  \n"), 0o644); err != nil {
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("file-token\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-token-file", file}, nil)
-	for i, tok := range []string{"file-token-1", "file-token-2"} {
-		if status, body := post(t, url, tok, fmt.Sprintf(`{"id":%d,"name":"x"}`, i)); status != 200 {
-			t.Errorf("create with %s = %d %s, want 200", tok, status, body)
-		}
+	if status, body := post(t, url, "file-token", `{"id":1,"name":"x"}`); status != 200 {
+		t.Errorf("create with the file's token = %d %s, want 200", status, body)
 	}
 	stop()
 	if logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
@@ -267,8 +277,10 @@ func TestTokenFile(t *testing.T) {
 }
 
 // TestFailedBindLeavesNothing starts the binary on a port another process
-// holds: it fails, naming -addr, before it creates a database or prints a
-// token as if it were serving.
+// holds: it fails, naming -addr or -metrics-addr, before it creates a
+// database or prints a token as if it were serving, and its error is the
+// last log line, flushed before run returns, so that main does not print
+// it again.
 func TestFailedBindLeavesNothing(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -277,16 +289,26 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 	}
 	defer taken.Close()
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"-addr", taken.Addr().String()},
-		{"-addr", "127.0.0.1:0", "-metrics-addr", taken.Addr().String()},
+	for _, tt := range []struct {
+		flag string // the one given the taken port
+		args []string
+	}{
+		{"-addr", []string{"-addr", taken.Addr().String()}},
+		{"-metrics-addr", []string{"-addr", "127.0.0.1:0", "-metrics-addr", taken.Addr().String()}},
 	} {
 		var stdout, stderr testkit.Buffer
-		args = append(args, "-db", filepath.Join(dir, "plants.db"))
+		args := append(tt.args, "-db", filepath.Join(dir, "plants.db"), "-log-format", "json")
 		err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr)
-		flag := args[len(args)-4] // -addr or -metrics-addr, the taken one
-		if err == nil || !strings.HasPrefix(err.Error(), flag+":") {
-			t.Errorf("run %v = %v, want an error naming %s", args, err, flag)
+		if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), tt.flag+":") {
+			t.Fatalf("run %v = %v, want EADDRINUSE naming %s", args, err, tt.flag)
+		}
+		if _, ok := errors.AsType[loggedError](err); !ok {
+			t.Errorf("run %v = %#v, want a loggedError", args, err)
+		}
+		// The log line is what the operator reads: run's error, word for word.
+		lines := jsonLines(t, stderr.String())
+		if last := lines[len(lines)-1]; last["level"] != "ERROR" || last["msg"] != "plantstore failed" || last["err"] != err.Error() {
+			t.Errorf("run %v: last log line = %v, want run's error %q at level ERROR", args, last, err)
 		}
 		if out := stdout.String(); strings.Contains(out, "Bearer") || strings.Contains(out, "listening") {
 			t.Errorf("run %v printed, failing:\n%s", args, out)
@@ -379,24 +401,4 @@ func errorCode(body []byte) int {
 	var e struct{ Error int }
 	json.Unmarshal(body, &e)
 	return e.Error
-}
-
-// get sends GET path with the test token and returns the status and body.
-func get(t *testing.T, url, path string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+procToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	return resp.StatusCode, body
 }

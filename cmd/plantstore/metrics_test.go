@@ -1,22 +1,49 @@
 package main
 
 import (
-	"encoding/base64"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/plantstore/plantstore/internal/testkit"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
+
+// servedAt returns the URL a line of stdout beginning with prefix names.
+func servedAt(t *testing.T, stdout, prefix string) string {
+	t.Helper()
+	for line := range strings.Lines(stdout) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return u
+		}
+	}
+	t.Fatalf("no line %q… in stdout:\n%s", prefix, stdout)
+	return ""
+}
+
+// getCode returns the status of GET url with token, or the Error's code
+// when the answer is an Error.
+func getCode(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if code := errorCode(body); code != 0 {
+		return code
+	}
+	return resp.StatusCode
+}
 
 // scrape fetches url, with token when it is not "", and parses it as the
 // Prometheus text format.
@@ -75,34 +102,45 @@ next:
 }
 
 // TestMetricsEndpoint starts the binary's run on a SQLite file, sends a
-// create, and reads /metrics: on the main listener by default, and on its
-// own listener with -metrics-addr, the main one then answering 404. It
-// checks that each source the binary registers is there (the API's, the
-// storage's, plantstore_build_info, the Go and process collectors); what
-// each series counts is promstats' tests'.
+// create, and reads /metrics: on the main listener behind the API's token
+// by default, to anyone with -metrics-public, which opens nothing else,
+// and on its own listener without a token with -metrics-addr, the main
+// one then answering 404. It checks that each source the binary registers
+// is there (the API's, the storage's, plantstore_build_info, the Go and
+// process collectors); what each series counts is promstats' tests'. With
+// -metrics-addr, -pprof reaches the server: the profiles are served there,
+// without a token, and not on -addr; what WithPprof serves where is
+// server's TestPprofOnlyOnMetricsListener.
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
-	for _, separate := range []bool{false, true} {
-		name := "main listener"
-		if separate {
-			name = "metrics-addr"
-		}
-		t.Run(name, func(t *testing.T) {
-			args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db")}
-			token := "tok"
-			if separate {
-				args = append(args, "-metrics-addr", "127.0.0.1:0")
-				token = "" // its own listener needs none
-			}
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		token string // what /metrics needs
+		main  int    // GET /metrics on the main listener without a token: the status, or the Error's code
+	}{
+		{"main listener", nil, "tok", 401},
+		{"metrics-public", []string{"-metrics-public"}, "", 200},
+		{"metrics-addr", []string{"-metrics-addr", "127.0.0.1:0", "-pprof"}, "", 404},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db")}, tt.args...)
 			url, stdout, _, _ := startRun(t, args, map[string]string{"PLANTSTORE_TOKENS": "tok"})
 			metricsURL := url + "/metrics"
-			if separate {
+			if tt.name == "metrics-addr" {
 				metricsURL = servedAt(t, stdout.String(), "serving metrics on ")
+				profiles := servedAt(t, stdout.String(), "serving profiles on ")
+				if got := getCode(t, profiles+"cmdline", ""); !strings.HasSuffix(profiles, "/debug/pprof/") || got != 200 {
+					t.Errorf("GET %scmdline on -metrics-addr = %d, want 200 at …/debug/pprof/", profiles, got)
+				}
+				if got := getCode(t, url+"/debug/pprof/cmdline", "tok"); got != 404 {
+					t.Errorf("GET /debug/pprof/cmdline on -addr = %d, want error 404", got)
+				}
 			}
 			if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); status != 200 {
 				t.Fatalf("create = %d %s, want 200", status, body)
 			}
-			mfs := scrape(t, metricsURL, token)
+			mfs := scrape(t, metricsURL, tt.token)
 			find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "/plants", "method": "POST", "error": ""})
 			find(t, mfs, "plantstore_storage_operation_duration_seconds", map[string]string{"operation": "create"})
 			if m := find(t, mfs, "plantstore_build_info", map[string]string{"goversion": runtime.Version()}); m != nil && m.GetGauge().GetValue() != 1 {
@@ -118,73 +156,12 @@ func TestMetricsEndpoint(t *testing.T) {
 					t.Errorf("family %s lacks the plantstore_ prefix", name)
 				}
 			}
-			// On the main listener /metrics is a route of the API, behind its
-			// token; with -metrics-addr it has no metrics to serve.
-			if got, want := getCode(t, url+"/metrics", ""), map[bool]int{false: 401, true: 404}[separate]; got != want {
-				t.Errorf("GET /metrics on the main listener without a token = %d, want error %d", got, want)
+			if got := getCode(t, url+"/metrics", ""); got != tt.main {
+				t.Errorf("GET /metrics on the main listener without a token = %d, want %d", got, tt.main)
+			}
+			if got := getCode(t, url+"/plants", ""); got != 401 {
+				t.Errorf("GET /plants without a token = %d, want error 401", got)
 			}
 		})
-	}
-}
-
-// TestWebhookMetricsEndpoint runs the binary with a webhook subscriber and
-// reads the delivery metrics off its /metrics: the delivery of one create
-// is counted, and the outbox is empty once it is done.
-func TestWebhookMetricsEndpoint(t *testing.T) {
-	t.Parallel()
-	received := make(chan struct{}, 10)
-	sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received <- struct{}{}
-	}))
-	t.Cleanup(sub.Close)
-	path := filepath.Join(t.TempDir(), "plants.db")
-	args := []string{"-addr", "127.0.0.1:0", "-db", path, "-webhook", sub.URL}
-	url, _, _, _ := startRun(t, args, map[string]string{
-		"PLANTSTORE_TOKENS":         "tok",
-		"PLANTSTORE_WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of thirty-two bytes....")),
-	})
-	if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); status != 200 {
-		t.Fatalf("create = %d %s, want 200", status, body)
-	}
-	<-received
-	// The gauge counts the outbox at most once every 5 s, so the first
-	// scrape waits until the delivery's ack has emptied it.
-	db := openSQLiteFile(t, path)
-	testkit.WaitUntil(t, 10*time.Second, "the outbox to empty", func() bool {
-		events, deliveries := outboxRows(t, db)
-		return events == 0 && deliveries == 0
-	})
-	var delivered, depth float64
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v", delivered, depth)
-		}
-	})
-	testkit.WaitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 1 and plantstore_webhook_outbox_depth 0 after one delivery", func() bool {
-		mfs := scrape(t, url+"/metrics", "tok")
-		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
-		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
-		return delivered == 1 && depth == 0
-	})
-}
-
-// TestMetricsExposure checks that -metrics-public opens /metrics on -addr
-// to anyone, and nothing else, and that -metrics-public with
-// -metrics-addr is a flag error. Without it, /metrics on -addr needs the
-// token, and on -metrics-addr none: TestMetricsEndpoint's.
-func TestMetricsExposure(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{"PLANTSTORE_TOKENS": "tok"}
-	public, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public"}, env)
-	if got := getCode(t, public+"/metrics", ""); got != 200 {
-		t.Errorf("GET /metrics on -addr without a token, -metrics-public = %d, want 200", got)
-	}
-	if got := getCode(t, public+"/plants", ""); got != 401 {
-		t.Errorf("GET /plants without a token, -metrics-public = %d, want error 401", got)
-	}
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", "memory", "-metrics-public", "-metrics-addr", "127.0.0.1:0"},
-		func(k string) string { return env[k] }, io.Discard, io.Discard)
-	if fe, ok := errors.AsType[*flagError](err); !ok || fe.Flag != "metrics-public" {
-		t.Errorf("run with -metrics-public and -metrics-addr = %v, want a *flagError for -metrics-public", err)
 	}
 }

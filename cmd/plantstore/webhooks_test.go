@@ -24,63 +24,77 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-// TestRunDeliversWebhooks creates plants through the server and checks
-// that a subscriber receives each one, signed, over loopback.
+// TestRunDeliversWebhooks creates plants through run on a SQLite file and
+// checks that a subscriber receives each one once, signed, over loopback,
+// and that /metrics counts the deliveries and shows the outbox empty once
+// they are done. The memory outbox delivers in
+// TestDrainedCreatesAreDelivered and TestSIGHUPReloadsTheFiles; what a
+// payload holds is webhook's TestPayload.
 func TestRunDeliversWebhooks(t *testing.T) {
 	t.Parallel()
-	for _, db := range []string{"memory", filepath.Join(t.TempDir(), "hooks.db")} {
-		t.Run(filepath.Base(db), func(t *testing.T) {
-			const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-			var (
-				mu  sync.Mutex
-				got = map[string]string{} // webhook-id → body
-			)
-			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				if err := webhook.Verify([]byte(secret), r.Header, body, time.Now(), 0); err != nil {
-					t.Errorf("delivery does not verify: %v", err)
-					http.Error(w, "unverified", http.StatusUnauthorized)
-					return
-				}
-				mu.Lock()
-				got[r.Header.Get("webhook-id")] = string(body)
-				mu.Unlock()
-			}))
-			t.Cleanup(receiver.Close)
-
-			url, _, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-webhook", receiver.URL + "/hook"},
-				map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
-			want := map[string]bool{}
-			for i := range 20 {
-				body := fmt.Sprintf(`{"id":%d,"name":"p%d"}`, i, i)
-				if i%2 == 0 {
-					body = fmt.Sprintf(`{"id":%d,"name":"p%d","tag":""}`, i, i)
-				}
-				if status, resp := post(t, url, "tok", body); status != 200 {
-					t.Fatalf("create: %d %s", status, resp)
-				}
-				want[body] = true
-			}
-			testkit.WaitUntil(t, 30*time.Second, fmt.Sprintf("%d deliveries", len(want)), func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(got) >= len(want)
-			})
-			stop()
-			mu.Lock()
-			defer mu.Unlock()
-			bodies := map[string]bool{}
-			for _, b := range got {
-				bodies[b] = true
-			}
-			if diff := cmp.Diff(want, bodies); diff != "" {
-				t.Errorf("delivered bodies (-want +got):\n%s", diff)
-			}
-			if len(got) != len(want) {
-				t.Errorf("%d distinct webhook-ids for %d creates", len(got), len(want))
-			}
-		})
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	var (
+		mu  sync.Mutex
+		got = map[string]string{} // webhook-id → body
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify([]byte(secret), r.Header, body, time.Now(), 0); err != nil {
+			t.Errorf("delivery does not verify: %v", err)
+			http.Error(w, "unverified", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		got[r.Header.Get("webhook-id")] = string(body)
+		mu.Unlock()
+	}))
+	t.Cleanup(receiver.Close)
+	path := filepath.Join(t.TempDir(), "hooks.db")
+	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path, "-webhook", receiver.URL + "/hook"},
+		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
+	const n = 20
+	want := map[string]bool{}
+	for i := range n {
+		body := fmt.Sprintf(`{"id":%d,"name":"p%d"}`, i, i)
+		if i%2 == 0 {
+			body = fmt.Sprintf(`{"id":%d,"name":"p%d","tag":""}`, i, i)
+		}
+		if status, resp := post(t, url, "tok", body); status != 200 {
+			t.Fatalf("create: %d %s", status, resp)
+		}
+		want[body] = true
 	}
+	// The depth gauge counts the outbox at most once every 5 s, so the
+	// first scrape waits until the deliveries' acks have emptied it.
+	db := openSQLiteFile(t, path)
+	testkit.WaitUntil(t, 30*time.Second, "the outbox to empty", func() bool {
+		events, deliveries := outboxRows(t, db)
+		return events == 0 && deliveries == 0
+	})
+	mu.Lock()
+	bodies := map[string]bool{}
+	for _, b := range got {
+		bodies[b] = true
+	}
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("delivered bodies (-want +got):\n%s", diff)
+	}
+	if len(got) != n {
+		t.Errorf("%d distinct webhook-ids for %d creates", len(got), n)
+	}
+	mu.Unlock()
+	var delivered, depth float64
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v", delivered, depth)
+		}
+	})
+	testkit.WaitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 20 and plantstore_webhook_outbox_depth 0", func() bool {
+		mfs := scrape(t, url+"/metrics", "tok")
+		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
+		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
+		return delivered == n && depth == 0
+	})
 }
 
 // TestRunRefusesAWeakWebhookSecret checks that a signing secret with a
