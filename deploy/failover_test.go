@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -51,12 +50,9 @@ func TestFailover(t *testing.T) {
 		wg.Go(func() {
 			for {
 				r := readiness{at: time.Now(), code: -1}
-				if resp, err := probe.Get(p.URL + "/readyz"); err == nil {
-					var e struct{ Error int }
-					json.NewDecoder(resp.Body).Decode(&e)
-					resp.Body.Close()
-					r.code = e.Error
-					if resp.StatusCode == 200 {
+				if status, _, body, err := testkit.Get(probe, p.URL+"/readyz", ""); err == nil {
+					r.code = testkit.ErrorCode(body)
+					if status == 200 {
 						r.code = 0
 					}
 				}

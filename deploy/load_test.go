@@ -25,8 +25,6 @@ import (
 	"github.com/plantstore/plantstore/webhook"
 )
 
-const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
 // A hookReceiver is a webhook subscriber that verifies every delivery and
 // records it by its webhook-id and by the plant id in its body.
 type hookReceiver struct {
@@ -58,7 +56,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
-		err = webhook.Verify([]byte(webhookSecret), r.Header, body, time.Now(), 0)
+		err = webhook.Verify([]byte(testkit.WebhookSecret), r.Header, body, time.Now(), 0)
 	}
 	var p struct{ ID int64 }
 	if err == nil {
@@ -151,7 +149,7 @@ func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir stri
 		}
 		args = append(args, extra...)
 		cmd := exec.Command(bin, args...)
-		cmd.Env = testkit.Env("PLANTSTORE_TOKENS="+token, "PLANTSTORE_WEBHOOK_SECRET="+webhookSecret)
+		cmd.Env = testkit.Env("PLANTSTORE_TOKENS="+token, "PLANTSTORE_WEBHOOK_SECRET="+testkit.WebhookSecret)
 		cmd.Stderr = log
 		procs = append(procs, testkit.StartCmd(t, cmd))
 	}

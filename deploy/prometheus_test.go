@@ -13,9 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
@@ -348,34 +345,13 @@ func scrapeServer(t *testing.T) families {
 		"PLANTSTORE_WEBHOOK_SECRET=a-webhook-secret-of-at-least-24-bytes",
 	), "-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", subscriber.URL+"/hook", "-token-file", tokens)
 
-	req, _ := http.NewRequest("POST", p.URL+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
-	req.Header.Set("Authorization", "Bearer prometheus-test")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("create = %d, want 200", resp.StatusCode)
+	if status, _, body, err := testkit.Post(t.Context(), http.DefaultClient, p.URL, "prometheus-test", `{"id":1,"name":"Fern"}`); err != nil || status != http.StatusOK {
+		t.Fatalf("create = %d %s, %v; want 200", status, body, err)
 	}
 	<-delivered
 
-	req, _ = http.NewRequest("GET", p.URL+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer prometheus-test") // /metrics on -addr needs the token
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics = %d, want 200", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	// /metrics on -addr needs the token.
+	mfs := testkit.Scrape(t, http.DefaultClient, p.URL+"/metrics", "prometheus-test")
 	f := families{byName: map[string]*family{}, bySample: map[string]*family{}}
 	for name, mf := range mfs {
 		fam := &family{name: name, labels: map[string]map[string]bool{}}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,13 +94,11 @@ func serveOn(t *testing.T, srv *server.Server, h http.Handler, logs *testkit.Buf
 // get GETs url and returns the answer's status and body.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	status, _, body, err := testkit.Get(http.DefaultClient, url, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return status, string(body)
 }
 
 // reloadOn sends a signal on c, which r reloads on, and waits until r
@@ -111,7 +107,7 @@ func (r *running) reloadOn(t *testing.T, c chan<- os.Signal, n int) {
 	t.Helper()
 	c <- os.Interrupt
 	testkit.WaitUntil(t, wait, fmt.Sprintf("reload %d's log line", n), func() bool {
-		return logged(r.logs.String(), "configuration reloaded") == n
+		return testkit.Logged(r.logs.String(), "configuration reloaded") == n
 	})
 }
 
@@ -124,25 +120,6 @@ func refused(addr string) bool {
 	}
 	conn.Close()
 	return false
-}
-
-// logged returns how many lines of output have message msg.
-func logged(output, msg string) int {
-	n := 0
-	for line := range strings.Lines(output) {
-		if strings.Contains(line, "msg="+quoteIfNeeded(msg)+" ") || strings.HasSuffix(strings.TrimSpace(line), "msg="+quoteIfNeeded(msg)) {
-			n++
-		}
-	}
-	return n
-}
-
-// quoteIfNeeded quotes s as slog's TextHandler does a message with spaces.
-func quoteIfNeeded(s string) string {
-	if strings.ContainsAny(s, " =\"") {
-		return `"` + s + `"`
-	}
-	return s
 }
 
 // isClosed reports whether err is how a read ends on a connection the

@@ -143,7 +143,7 @@ func TestNoReloadAfterClose(t *testing.T) {
 	go func() {
 		defer close(closed)
 		srv.Close()
-		note("closed; reload lines: " + string(rune('0'+logged(logs.String(), "configuration reloaded"))))
+		note("closed; reload lines: " + string(rune('0'+testkit.Logged(logs.String(), "configuration reloaded"))))
 	}()
 	// Close takes the listeners down before it waits for the reload.
 	testkit.WaitUntil(t, wait, "Close to close the listener", func() bool { return refused(srv.Addr().String()) })
@@ -154,7 +154,7 @@ func TestNoReloadAfterClose(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	srv.Reload()
-	if calls != 1 || logged(logs.String(), "configuration reloaded") != 1 {
+	if calls != 1 || testkit.Logged(logs.String(), "configuration reloaded") != 1 {
 		t.Errorf("Reload after Close called the reload function %d times in all and logged:\n%s", calls, logs)
 	}
 }
@@ -201,7 +201,7 @@ func TestSignalDuringReloadReloadsAgain(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("%d reloads, want 2: the first, and one for the three signals during it", calls)
 	}
-	if n := logged(srv.logs.String(), "reload asked for during a reload: reloading again once it ends"); n != 1 {
+	if n := testkit.Logged(srv.logs.String(), "reload asked for during a reload: reloading again once it ends"); n != 1 {
 		t.Errorf("%d lines saying a reload follows, want 1:\n%s", n, srv.logs)
 	}
 }

@@ -32,11 +32,11 @@ func TestSIGHUPReloads(t *testing.T) {
 	hangUp()
 	running := serveOn(t, srv, http.NotFoundHandler(), logs)
 	testkit.WaitUntil(t, wait, "the reload of the SIGHUP sent before Serve", func() bool {
-		return logged(logs.String(), "configuration reloaded") == 1
+		return testkit.Logged(logs.String(), "configuration reloaded") == 1
 	})
 	hangUp()
 	testkit.WaitUntil(t, wait, "the reload of the SIGHUP sent while serving", func() bool {
-		return logged(logs.String(), "configuration reloaded") == 2
+		return testkit.Logged(logs.String(), "configuration reloaded") == 2
 	})
 	if err := running.stop(); err != nil {
 		t.Errorf("Serve = %v", err)

@@ -119,7 +119,7 @@ func TestDrainOnContextEnd(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.stop() }()
 	testkit.WaitUntil(t, wait, "the drain's log line", func() bool {
-		return logged(srv.logs.String(), "shutting down: draining in-flight requests") == 1
+		return testkit.Logged(srv.logs.String(), "shutting down: draining in-flight requests") == 1
 	})
 	testkit.WaitUntil(t, wait, "both listeners to refuse connections", func() bool {
 		return refused(srv.MetricsAddr().String()) && refused(srv.Addr().String())

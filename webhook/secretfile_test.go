@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/secretfile"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -21,7 +22,7 @@ import (
 // the secret.
 func TestReadSecretFile(t *testing.T) {
 	t.Parallel()
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	const secret = testkit.WebhookSecret
 	const weak = "s3cre"
 	dir := t.TempDir()
 	write := func(name, content string, perm os.FileMode) string {
@@ -62,7 +63,7 @@ func TestReadSecretFile(t *testing.T) {
 					t.Errorf("the error shows the secret: %v", err)
 				}
 			}
-			warned := strings.Count(logs.String(), "webhook secret file is readable by group or others; chmod 600 it")
+			warned := testkit.Logged(logs.String(), "webhook secret file is readable by group or others; chmod 600 it")
 			if tt.wantWarn != (warned == 1) || warned > 1 {
 				t.Errorf("%d warnings about the file's mode, want %v:\n%s", warned, tt.wantWarn, &logs)
 			}

@@ -24,20 +24,11 @@ import (
 // and returns the Error code of the answer, 0 for a 200, or the client's
 // error when no answer came in time.
 func readyzCode(base string, limit time.Duration) (int, error) {
-	c := &http.Client{Timeout: limit}
-	resp, err := c.Get(base + "/readyz")
-	if err != nil {
+	status, _, body, err := testkit.Get(&http.Client{Timeout: limit}, base+"/readyz", "")
+	if err != nil || status == 200 {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode == 200 {
-		return 0, nil
-	}
-	return errorCode(body), nil
+	return testkit.ErrorCode(body), nil
 }
 
 // TestDiskFullReadiness runs the binary on a SQLite file on a 2 MiB
@@ -192,7 +183,7 @@ func TestOutageLogIsBounded(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	testkit.WaitUntil(t, time.Minute, "the first failure to be logged", func() bool {
-		return logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
+		return testkit.Logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
 	sc := bufio.NewScanner(strings.NewReader(p.Stderr.String()))
@@ -256,7 +247,7 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 		return true
 	}
 	dropped := func() float64 {
-		m := find(t, scrape(t, base+"/metrics", procToken), "plantstore_log_lines_dropped_total", nil)
+		m := find(t, testkit.Scrape(t, http.DefaultClient, base+"/metrics", procToken), "plantstore_log_lines_dropped_total", nil)
 		if m == nil {
 			t.FailNow()
 		}
@@ -291,7 +282,7 @@ func TestStalledStderrDoesNotStallServing(t *testing.T) {
 	var logs testkit.Buffer
 	go io.Copy(&logs, r)
 	testkit.WaitUntil(t, time.Minute, "a line reporting the dropped log lines", func() bool {
-		return logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
+		return testkit.Logged(logs.String(), "log lines dropped: the log output did not take them in time") > 0
 	})
 }
 

@@ -57,7 +57,7 @@ func createTLS(t *testing.T, c *http.Client, url, token string, id int64) (code,
 	if resp.StatusCode == http.StatusOK {
 		return 200, resp.ProtoMajor
 	}
-	return errorCode(body), resp.ProtoMajor
+	return testkit.ErrorCode(body), resp.ProtoMajor
 }
 
 // reloadFiles holds the paths of the files a reload test rewrites.
@@ -89,7 +89,7 @@ func hangUp(t *testing.T, p *testkit.Process, n int) string {
 		t.Fatal(err)
 	}
 	testkit.WaitUntil(t, 30*time.Second, fmt.Sprintf("reload %d in the log", n), func() bool {
-		return logged(p.Stderr.String(), "configuration reloaded") == n
+		return testkit.Logged(p.Stderr.String(), "configuration reloaded") == n
 	})
 	return lastLine(p.Stderr.String(), "configuration reloaded")
 }
@@ -98,7 +98,7 @@ func hangUp(t *testing.T, p *testkit.Process, n int) string {
 func lastLine(output, msg string) string {
 	last := ""
 	for line := range strings.Lines(output) {
-		if logged(line, msg) == 1 {
+		if testkit.Logged(line, msg) == 1 {
 			last = line
 		}
 	}
@@ -167,25 +167,11 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	}
 	// reloads returns the tokens' series of the reloads' outcomes, read
 	// with token: 1 or 0 for the last reload, and the failures so far.
-	reloads := func(token string) (last, failures string) {
+	reloads := func(token string) (last, failures float64) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", p.URL+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		last, failures = "(none)", "(none)"
-		for line := range strings.Lines(string(body)) {
-			if v, ok := strings.CutPrefix(line, `plantstore_config_last_reload_successful{what="tokens"} `); ok {
-				last = strings.TrimSpace(v)
-			} else if v, ok := strings.CutPrefix(line, `plantstore_config_reload_failures_total{what="tokens"} `); ok {
-				failures = strings.TrimSpace(v)
-			}
-		}
-		return last, failures
+		mfs, tokens := testkit.Scrape(t, c, p.URL+"/metrics", token), map[string]string{"what": "tokens"}
+		return find(t, mfs, "plantstore_config_last_reload_successful", tokens).GetGauge().GetValue(),
+			find(t, mfs, "plantstore_config_reload_failures_total", tokens).GetCounter().GetValue()
 	}
 	if out, errOut, err := testkit.Run(t, binary(t), testkit.Env(), "-probe", "/healthz", "-addr", addr,
 		"-tls-cert", f.cert, "-tls-key", f.key); err != nil || !strings.HasPrefix(out, "GET https://") {
@@ -194,8 +180,8 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	if got := create(1, "old-token", 200); got != "old" {
 		t.Errorf("before a reload, signed with %s, want old", got)
 	}
-	if last, _ := reloads("old-token"); last != "1" {
-		t.Errorf("the tokens' last reload at start = %s, want 1", last)
+	if last, _ := reloads("old-token"); last != 1 {
+		t.Errorf("the tokens' last reload at start = %v, want 1", last)
 	}
 
 	testkit.WriteFile(t, f.cert, "not a certificate\n")
@@ -220,8 +206,8 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	if got := create(2, "old-token", 200); got != "old" {
 		t.Errorf("after a reload of bad files, signed with %s, want old", got)
 	}
-	if last, failures := reloads("old-token"); last != "0" || failures != "1" {
-		t.Errorf("after a failed reload, the tokens' last reload %s and failures %s; want 0 and 1", last, failures)
+	if last, failures := reloads("old-token"); last != 0 || failures != 1 {
+		t.Errorf("after a failed reload, the tokens' last reload %v and failures %v; want 0 and 1", last, failures)
 	}
 
 	ca.WriteLeaf(t, 2, f.cert, f.key)
@@ -237,8 +223,8 @@ func TestSIGHUPReloadsTheFiles(t *testing.T) {
 	if got := create(4, "new-token", 200); got != "new" {
 		t.Errorf("after the reload, signed with %s, want new", got)
 	}
-	if last, failures := reloads("new-token"); last != "1" || failures != "1" {
-		t.Errorf("after a good reload, the tokens' last reload %s and failures %s; want 1 and 1", last, failures)
+	if last, failures := reloads("new-token"); last != 1 || failures != 1 {
+		t.Errorf("after a good reload, the tokens' last reload %v and failures %v; want 1 and 1", last, failures)
 	}
 	for _, s := range []string{"old-token", "new-token", oldSecret, newSecret, oldSecret[len("whsec_"):], newSecret[len("whsec_"):]} {
 		if strings.Contains(p.Stderr.String(), s) {

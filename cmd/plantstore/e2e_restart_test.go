@@ -56,7 +56,7 @@ func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
 	t.Cleanup(subscriber.Close)
 
 	addr := testkit.FreeAddr(t)
-	env := testkit.Env("PLANTSTORE_TOKENS=tok", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "STATE_DIRECTORY="+t.TempDir())
+	env := testkit.Env("PLANTSTORE_TOKENS=tok", "PLANTSTORE_WEBHOOK_SECRET="+testkit.WebhookSecret, "STATE_DIRECTORY="+t.TempDir())
 	args := []string{"-addr", addr, "-db", filepath.Join(t.TempDir(), "plants.db"), "-webhook", subscriber.URL + "/hook", "-webhook-lease", "1h"}
 	first := testkit.Start(t, binary(t), env, args...)
 	for id := range int64(n) {

@@ -98,8 +98,7 @@ func TestRunExportsTraces(t *testing.T) {
 		delivered = append(delivered, r.Header.Get("traceparent"))
 	}))
 	defer sub.Close()
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := testkit.Start(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+secret,
+	p := testkit.Start(t, binary(t), testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+testkit.WebhookSecret,
 		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=plantstore-e2e"),
 		"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "traced.db"), "-log-format", "json",
 		"-otlp-endpoint", otlp.srv.URL, "-webhook", sub.URL+"/hook")

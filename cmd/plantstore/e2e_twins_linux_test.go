@@ -26,9 +26,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// twinSecret signs the twins' deliveries.
-const twinSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
 // pgSocketDir is where the test PostgreSQL server's Unix socket is looked
 // for: a process in a network namespace of its own has no route to the
 // server's 127.0.0.1.
@@ -261,7 +258,7 @@ func testTwinRestart(t *testing.T, sameState bool) {
 	sub := &holdingSubscriber{gate: gate, delivered: map[int64]int{}}
 	stateA, stateB := t.TempDir(), t.TempDir()
 	env := func(state string) []string {
-		return testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+twinSecret, "STATE_DIRECTORY="+state)
+		return testkit.Env("PLANTSTORE_TOKENS="+procToken, "PLANTSTORE_WEBHOOK_SECRET="+testkit.WebhookSecret, "STATE_DIRECTORY="+state)
 	}
 	args := []string{"-addr", addr, "-db", dsn, "-webhook", "http://" + subAddr + "/hook", "-webhook-lease", "1h"}
 	bin := binary(t)

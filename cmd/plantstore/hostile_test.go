@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // These tests drive the server, started in-process by run, with clients
@@ -230,7 +232,7 @@ func TestTokensNeverLeak(t *testing.T) {
 			answers = append(answers, fmt.Sprint(resp.Header)+string(body))
 			got := resp.StatusCode
 			if got != 200 {
-				got = errorCode(body)
+				got = testkit.ErrorCode(body)
 			}
 			if got != tt.want {
 				t.Errorf("answer = %d %s, want %d (%s)", resp.StatusCode, body, tt.want, tt.reason)

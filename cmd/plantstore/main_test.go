@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -21,25 +20,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/server"
 )
-
-// logged counts the records in text log output, a binary's stderr, whose
-// message is exactly msg. The log is what an operator reads, so its text is
-// the interface these tests check.
-func logged(output, msg string) int {
-	field := "msg=" + strconv.Quote(msg)
-	n := 0
-	for line := range strings.Lines(output) {
-		line = strings.TrimSuffix(line, "\n")
-		i := strings.Index(line, field)
-		if i < 0 || i > 0 && line[i-1] != ' ' {
-			continue
-		}
-		if rest := line[i+len(field):]; rest == "" || rest[0] == ' ' {
-			n++
-		}
-	}
-	return n
-}
 
 // startRun starts run in-process and returns its base URL and a function
 // that stops it (as SIGTERM would) and returns run's error.
@@ -268,7 +248,7 @@ func TestTokenFile(t *testing.T) {
 		t.Errorf("create with the file's token = %d %s, want 200", status, body)
 	}
 	stop()
-	if logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
+	if testkit.Logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
 		t.Errorf("no warning about the token file's mode:\n%s", stderr)
 	}
 	if strings.Contains(stderr.String(), "file-token") {
@@ -327,14 +307,12 @@ func TestDocsFlag(t *testing.T) {
 	for _, docs := range []bool{true, false} {
 		url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-docs=" + strconv.FormatBool(docs)},
 			map[string]string{"PLANTSTORE_TOKENS": "tok"})
-		resp, err := http.Get(url + "/docs")
+		status, _, body, err := testkit.Get(http.DefaultClient, url+"/docs", "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if served := resp.StatusCode == 200 && strings.Contains(string(body), "Plant Store API reference"); served != docs {
-			t.Errorf("-docs=%v: GET /docs without a token = %d, %d bytes; want the page served %v", docs, resp.StatusCode, len(body), docs)
+		if served := status == 200 && strings.Contains(string(body), "Plant Store API reference"); served != docs {
+			t.Errorf("-docs=%v: GET /docs without a token = %d, %d bytes; want the page served %v", docs, status, len(body), docs)
 		}
 		if !docs && !strings.Contains(string(body), `"error":404`) {
 			t.Errorf("-docs=false: GET /docs = %s, want the Error 404", body)
@@ -394,11 +372,4 @@ func startServer(t *testing.T, args ...string) string {
 	// a few seconds for those in case a request is on its way.
 	t.Cleanup(client.CloseIdleConnections)
 	return url
-}
-
-// errorCode returns the "error" member of an Error body, or 0.
-func errorCode(body []byte) int {
-	var e struct{ Error int }
-	json.Unmarshal(body, &e)
-	return e.Error
 }

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/plantstore/plantstore/internal/testkit"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // servedAt returns the URL a line of stdout beginning with prefix names.
@@ -29,51 +27,14 @@ func servedAt(t *testing.T, stdout, prefix string) string {
 // when the answer is an Error.
 func getCode(t *testing.T, url, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	status, _, body, err := testkit.Get(http.DefaultClient, url, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if code := errorCode(body); code != 0 {
+	if code := testkit.ErrorCode(body); code != 0 {
 		return code
 	}
-	return resp.StatusCode
-}
-
-// scrape fetches url, with token when it is not "", and parses it as the
-// Prometheus text format.
-func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET %s = %d %s, want 200", url, resp.StatusCode, b)
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Errorf("GET %s: Content-Type %q, want the text format", url, ct)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
-	}
-	return mfs
+	return status
 }
 
 // find returns the series of family name whose labels include labels.
@@ -140,7 +101,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"}`); status != 200 {
 				t.Fatalf("create = %d %s, want 200", status, body)
 			}
-			mfs := scrape(t, metricsURL, tt.token)
+			mfs := testkit.Scrape(t, http.DefaultClient, metricsURL, tt.token)
 			find(t, mfs, "plantstore_http_requests_total", map[string]string{"route": "/plants", "method": "POST", "error": ""})
 			find(t, mfs, "plantstore_storage_operation_duration_seconds", map[string]string{"operation": "create"})
 			if m := find(t, mfs, "plantstore_build_info", map[string]string{"goversion": runtime.Version()}); m != nil && m.GetGauge().GetValue() != 1 {

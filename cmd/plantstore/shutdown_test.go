@@ -24,7 +24,6 @@ import (
 // empties.
 func TestDrainedCreatesAreDelivered(t *testing.T) {
 	t.Parallel()
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	var (
 		mu  sync.Mutex
 		got []string
@@ -37,7 +36,7 @@ func TestDrainedCreatesAreDelivered(t *testing.T) {
 	}))
 	t.Cleanup(receiver.Close)
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-shutdown-timeout", "30s",
-		"-read-timeout", "30s", "-webhook", receiver.URL}, map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
+		"-read-timeout", "30s", "-webhook", receiver.URL}, map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": testkit.WebhookSecret})
 	addr := strings.TrimPrefix(url, "http://")
 	// half sends a create's headers, asking to be told to go on with the
 	// body (Expect: 100-continue), and waits for "100 Continue": then its

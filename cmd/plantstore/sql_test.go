@@ -291,7 +291,7 @@ func TestLockTimeout(t *testing.T) {
 	if _, err := held.Exec(`INSERT INTO plants (id, name) VALUES (1000, 'held')`); err != nil {
 		t.Fatal(err)
 	}
-	if status, body := post(t, base, procToken, `{"id":1000,"name":"p"}`); status != 400 || errorCode([]byte(body)) != 503 {
+	if status, body := post(t, base, procToken, `{"id":1000,"name":"p"}`); status != 400 || testkit.ErrorCode([]byte(body)) != 503 {
 		t.Errorf("create of an id another transaction holds = %d %s, want error 503", status, body)
 	}
 	testkit.WaitUntil(t, 10*time.Second, "the log to show PostgreSQL's lock timeout (55P03)", func() bool {

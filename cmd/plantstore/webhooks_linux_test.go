@@ -68,7 +68,7 @@ func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 		maxGrowth = 300 << 20
 	)
 	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(testkit.WebhookSecret), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startProcess(t, "-db", "memory", "-log-level", "error",
@@ -99,14 +99,14 @@ func TestMemoryOutboxStaysBoundedWithADeadSubscriber(t *testing.T) {
 		t.Errorf("VmRSS grew by %d MiB, want at most %d MiB: the in-memory outbox is not bounded", (after-before)>>20, maxGrowth>>20)
 	}
 	// 64 MiB holds 63 of these events: the rest were dropped, and said so.
-	if m := find(t, scrape(t, p.URL+"/metrics", procToken), "plantstore_webhook_dropped_total", nil); m != nil {
+	if m := find(t, testkit.Scrape(t, http.DefaultClient, p.URL+"/metrics", procToken), "plantstore_webhook_dropped_total", nil); m != nil {
 		if got := m.GetCounter().GetValue(); got < cycles-100 {
 			t.Errorf("plantstore_webhook_dropped_total = %v, want at least %d", got, cycles-100)
 		}
 	}
 	// The first drop is logged at once, then one summary a minute.
 	maxLines := 1 + int(time.Since(start)/time.Minute)
-	if n := logged(p.Stderr.String(), "webhook: memory outbox full: dropped the oldest pending events, undelivered"); n < 1 || n > maxLines {
+	if n := testkit.Logged(p.Stderr.String(), "webhook: memory outbox full: dropped the oldest pending events, undelivered"); n < 1 || n > maxLines {
 		t.Errorf("%d log lines about dropped events, want 1 to %d:\n%s", n, maxLines, p.Stderr)
 	}
 }

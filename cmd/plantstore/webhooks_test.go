@@ -32,14 +32,13 @@ import (
 // payload holds is webhook's TestPayload.
 func TestRunDeliversWebhooks(t *testing.T) {
 	t.Parallel()
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	var (
 		mu  sync.Mutex
 		got = map[string]string{} // webhook-id → body
 	)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify([]byte(secret), r.Header, body, time.Now(), 0); err != nil {
+		if err := webhook.Verify([]byte(testkit.WebhookSecret), r.Header, body, time.Now(), 0); err != nil {
 			t.Errorf("delivery does not verify: %v", err)
 			http.Error(w, "unverified", http.StatusUnauthorized)
 			return
@@ -51,7 +50,7 @@ func TestRunDeliversWebhooks(t *testing.T) {
 	t.Cleanup(receiver.Close)
 	path := filepath.Join(t.TempDir(), "hooks.db")
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path, "-webhook", receiver.URL + "/hook"},
-		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": secret})
+		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": testkit.WebhookSecret})
 	const n = 20
 	want := map[string]bool{}
 	for i := range n {
@@ -90,7 +89,7 @@ func TestRunDeliversWebhooks(t *testing.T) {
 		}
 	})
 	testkit.WaitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 20 and plantstore_webhook_outbox_depth 0", func() bool {
-		mfs := scrape(t, url+"/metrics", "tok")
+		mfs := testkit.Scrape(t, http.DefaultClient, url+"/metrics", "tok")
 		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
 		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
 		return delivered == n && depth == 0
@@ -111,7 +110,7 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 		wantErr error
 	}{
 		{name: "5 bytes in the variable", env: weak, wantErr: webhook.ErrSecret},
-		{name: "5 bytes in the file", env: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", file: weak + "\n", wantErr: webhook.ErrSecret},
+		{name: "5 bytes in the file", env: testkit.WebhookSecret, file: weak + "\n", wantErr: webhook.ErrSecret},
 		{name: "file past 1 MiB", file: strings.Repeat("x", secretfile.MaxSize+1), wantErr: secretfile.ErrTooLarge},
 	}
 	for _, tt := range tests {
@@ -169,7 +168,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hooks.db")
 	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path,
 		"-webhook", refusing.URL + "/hook", "-webhook-max-pending", strconv.Itoa(bound)},
-		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": testkit.WebhookSecret})
 	defer stop()
 	for i := range n {
 		if status, resp := post(t, url, "tok", fmt.Sprintf(`{"id":%d,"name":"p"}`, i)); status != 200 {
@@ -197,13 +196,13 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 	}
 	var dropped, depth, down float64
 	testkit.WaitUntil(t, 30*time.Second, "the drops, the depth at the bound, the subscriber down, and their log lines", func() bool {
-		mfs := scrape(t, url+"/metrics", "tok")
+		mfs := testkit.Scrape(t, http.DefaultClient, url+"/metrics", "tok")
 		dropped, depth, down = value(mfs, "plantstore_webhook_dropped_total"), value(mfs, "plantstore_webhook_outbox_depth"),
 			value(mfs, "plantstore_webhook_subscribers_down")
 		out := stderr.String()
 		return dropped == n-bound && depth == bound && down == 1 &&
-			logged(out, "webhook: outbox full: dropped the oldest pending events, undelivered") >= 1 &&
-			logged(out, "webhook: subscriber down: deliveries paused but for one probe at a time") == 1
+			testkit.Logged(out, "webhook: outbox full: dropped the oldest pending events, undelivered") >= 1 &&
+			testkit.Logged(out, "webhook: subscriber down: deliveries paused but for one probe at a time") == 1
 	})
 }
 
@@ -213,7 +212,7 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 // webhook's TestReadSecretFile.
 func TestWebhookSecretSources(t *testing.T) {
 	t.Parallel()
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	const secret = testkit.WebhookSecret
 	private := filepath.Join(t.TempDir(), "private")
 	if err := os.WriteFile(private, []byte(secret+"\r\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -50,11 +50,10 @@ func Create(ctx context.Context, hc *http.Client, base, token string, id int64, 
 		}
 		return 200, 0, nil
 	}
-	var e struct{ Error int }
-	if err := json.Unmarshal(body, &e); err != nil || e.Error == 0 {
-		return 0, 0, fmt.Errorf("%d with body %q", status, body)
+	if code := ErrorCode(body); code != 0 {
+		return status, code, nil
 	}
-	return status, e.Error, nil
+	return 0, 0, fmt.Errorf("%d with body %q", status, body)
 }
 
 // Plants returns every plant the server at base holds, by name, listed
