@@ -81,47 +81,49 @@ func validationError(err error) *plantstore.ValidationError {
 	return ve
 }
 
+// Reasons of a [*plantstore.ValidationError].
+const (
+	badUTF8 = "must be valid UTF-8"
+	hasNUL  = "must not contain NUL (U+0000)"
+)
+
+// invalid returns the *ValidationError of field for reason.
+func invalid(field, reason string) *plantstore.ValidationError {
+	return &plantstore.ValidationError{Field: field, Reason: reason}
+}
+
 func TestCreateValidates(t *testing.T) {
+	type np = plantstore.NewPlant
 	tests := []struct {
 		name    string
-		input   plantstore.NewPlant
+		input   np
 		wantErr *plantstore.ValidationError
 		reason  string
 	}{
-		{name: "no tag", input: plantstore.NewPlant{ID: 1, Name: "Monstera"}},
-		{name: "tag", input: plantstore.NewPlant{ID: 1, Name: "Aloe", Tag: "succulent", HasTag: true}},
-		{name: "empty tag", input: plantstore.NewPlant{ID: 1, Name: "Fern", HasTag: true},
+		{name: "no tag", input: np{ID: 1, Name: "Monstera"}},
+		{name: "tag", input: np{ID: 1, Name: "Aloe", Tag: "succulent", HasTag: true}},
+		{name: "empty tag", input: np{ID: 1, Name: "Fern", HasTag: true},
 			reason: "an empty tag is a tag, told apart from none by HasTag"},
-		{name: "empty name", input: plantstore.NewPlant{ID: 1},
-			reason: "the contract sets no minimum length"},
-		{name: "extreme ids", input: plantstore.NewPlant{ID: math.MinInt64, Name: "min"},
-			reason: "every int64 is an id"},
-		{name: "control characters but NUL", input: plantstore.NewPlant{ID: 1, Name: "tab\tline\n\x01\x7f", Tag: "\u2028", HasTag: true},
+		{name: "empty name", input: np{ID: 1}, reason: "the contract sets no minimum length"},
+		{name: "extreme ids", input: np{ID: math.MinInt64, Name: "min"}, reason: "every int64 is an id"},
+		{name: "control characters but NUL", input: np{ID: 1, Name: "tab\tline\n\x01\x7f", Tag: "\u2028", HasTag: true},
 			reason: "only NUL is refused: durable storage keeps the others"},
-		{name: "replacement character", input: plantstore.NewPlant{ID: 1, Name: "\uFFFD"},
+		{name: "replacement character", input: np{ID: 1, Name: "\uFFFD"},
 			reason: "U+FFFD itself is valid UTF-8; only invalid bytes are refused"},
 
-		{name: "name not UTF-8", input: plantstore.NewPlant{ID: 1, Name: "caf\xe9"},
-			wantErr: &plantstore.ValidationError{Field: "name", Reason: "must be valid UTF-8"}},
-		{name: "name with a surrogate", input: plantstore.NewPlant{ID: 1, Name: "\xed\xa0\x80"},
-			wantErr: &plantstore.ValidationError{Field: "name", Reason: "must be valid UTF-8"},
-			reason:  "UTF-8 excludes encoded surrogates, which JSON's \\ud800 would otherwise let through"},
-		{name: "name with NUL", input: plantstore.NewPlant{ID: 1, Name: "a\x00b"},
-			wantErr: &plantstore.ValidationError{Field: "name", Reason: "must not contain NUL (U+0000)"}},
-		{name: "tag not UTF-8", input: plantstore.NewPlant{ID: 1, Name: "ok", Tag: "\xff", HasTag: true},
-			wantErr: &plantstore.ValidationError{Field: "tag", Reason: "must be valid UTF-8"}},
-		{name: "tag with NUL", input: plantstore.NewPlant{ID: 1, Name: "ok", Tag: "\x00", HasTag: true},
-			wantErr: &plantstore.ValidationError{Field: "tag", Reason: "must not contain NUL (U+0000)"}},
-		{name: "both bad", input: plantstore.NewPlant{ID: 1, Name: "\x00", Tag: "\xff", HasTag: true},
-			wantErr: &plantstore.ValidationError{Field: "name", Reason: "must not contain NUL (U+0000)"},
-			reason:  "the first field that cannot be stored is named, name before tag"},
+		{name: "name not UTF-8", input: np{ID: 1, Name: "caf\xe9"}, wantErr: invalid("name", badUTF8)},
+		{name: "name with a surrogate", input: np{ID: 1, Name: "\xed\xa0\x80"}, wantErr: invalid("name", badUTF8),
+			reason: "UTF-8 excludes encoded surrogates, which JSON's \\ud800 would otherwise let through"},
+		{name: "name with NUL", input: np{ID: 1, Name: "a\x00b"}, wantErr: invalid("name", hasNUL)},
+		{name: "tag not UTF-8", input: np{ID: 1, Name: "ok", Tag: "\xff", HasTag: true}, wantErr: invalid("tag", badUTF8)},
+		{name: "tag with NUL", input: np{ID: 1, Name: "ok", Tag: "\x00", HasTag: true}, wantErr: invalid("tag", hasNUL)},
+		{name: "both bad", input: np{ID: 1, Name: "\x00", Tag: "\xff", HasTag: true}, wantErr: invalid("name", hasNUL),
+			reason: "the first field that cannot be stored is named, name before tag"},
 
-		{name: "tag without HasTag", input: plantstore.NewPlant{ID: 1, Name: "ok", Tag: "indoor"},
-			wantErr: &plantstore.ValidationError{Field: "tag", Reason: "set without HasTag"},
-			reason:  "storing it would drop the tag or invent HasTag: neither keeps the input as given"},
-		{name: "bad tag without HasTag", input: plantstore.NewPlant{ID: 1, Name: "ok", Tag: "\x00"},
-			wantErr: &plantstore.ValidationError{Field: "tag", Reason: "set without HasTag"},
-			reason:  "a tag that is not there is not checked for its text"},
+		{name: "tag without HasTag", input: np{ID: 1, Name: "ok", Tag: "indoor"}, wantErr: invalid("tag", "set without HasTag"),
+			reason: "storing it would drop the tag or invent HasTag: neither keeps the input as given"},
+		{name: "bad tag without HasTag", input: np{ID: 1, Name: "ok", Tag: "\x00"}, wantErr: invalid("tag", "set without HasTag"),
+			reason: "a tag that is not there is not checked for its text"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,53 +156,40 @@ func TestCreateValidates(t *testing.T) {
 }
 
 func TestListOptions(t *testing.T) {
+	type lo = plantstore.ListOptions
 	page := []plantstore.Plant{{ID: 3, Name: "three"}}
+	// list is the storage's List call with from and limit.
+	list := func(from int64, limit int) []call { return []call{{Op: "list", From: from, Limit: limit}} }
+	positive := invalid("limit", "must be positive")
+	atMost := invalid("limit", fmt.Sprintf("must be at most %d", plantstore.MaxListLimit))
 	tests := []struct {
 		name      string
-		input     plantstore.ListOptions
+		input     lo
 		want      []plantstore.Plant
 		wantCalls []call
 		wantErr   *plantstore.ValidationError
 		reason    string
 	}{
-		{name: "zero limit", input: plantstore.ListOptions{},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: math.MinInt64, Limit: plantstore.DefaultListLimit}},
-			reason:    "zero means DefaultListLimit"},
-		{name: "limit 1", input: plantstore.ListOptions{Limit: 1},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: math.MinInt64, Limit: 1}}},
-		{name: "limit at the maximum", input: plantstore.ListOptions{Limit: plantstore.MaxListLimit},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: math.MinInt64, Limit: plantstore.MaxListLimit}}},
-		{name: "negative limit", input: plantstore.ListOptions{Limit: -1},
-			wantErr: &plantstore.ValidationError{Field: "limit", Reason: "must be positive"}},
-		{name: "most negative limit", input: plantstore.ListOptions{Limit: math.MinInt},
-			wantErr: &plantstore.ValidationError{Field: "limit", Reason: "must be positive"}},
-		{name: "oversize limit", input: plantstore.ListOptions{Limit: plantstore.MaxListLimit + 1},
-			wantErr: &plantstore.ValidationError{Field: "limit", Reason: fmt.Sprintf("must be at most %d", plantstore.MaxListLimit)}},
-		{name: "largest limit", input: plantstore.ListOptions{Limit: math.MaxInt},
-			wantErr: &plantstore.ValidationError{Field: "limit", Reason: fmt.Sprintf("must be at most %d", plantstore.MaxListLimit)}},
-		{name: "bad limit with the last cursor", input: plantstore.ListOptions{Limit: -1, After: math.MaxInt64, HasAfter: true},
-			wantErr: &plantstore.ValidationError{Field: "limit", Reason: "must be positive"},
-			reason:  "the limit is checked even when the page is known to be empty"},
+		{name: "zero limit", input: lo{}, want: page, wantCalls: list(math.MinInt64, plantstore.DefaultListLimit),
+			reason: "zero means DefaultListLimit"},
+		{name: "limit 1", input: lo{Limit: 1}, want: page, wantCalls: list(math.MinInt64, 1)},
+		{name: "limit at the maximum", input: lo{Limit: plantstore.MaxListLimit}, want: page,
+			wantCalls: list(math.MinInt64, plantstore.MaxListLimit)},
+		{name: "negative limit", input: lo{Limit: -1}, wantErr: positive},
+		{name: "most negative limit", input: lo{Limit: math.MinInt}, wantErr: positive},
+		{name: "oversize limit", input: lo{Limit: plantstore.MaxListLimit + 1}, wantErr: atMost},
+		{name: "largest limit", input: lo{Limit: math.MaxInt}, wantErr: atMost},
+		{name: "bad limit with the last cursor", input: lo{Limit: -1, After: math.MaxInt64, HasAfter: true}, wantErr: positive,
+			reason: "the limit is checked even when the page is known to be empty"},
 
-		{name: "after without HasAfter", input: plantstore.ListOptions{Limit: 10, After: 5},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: math.MinInt64, Limit: 10}},
-			reason:    "After means nothing unless HasAfter is set: the first page"},
-		{name: "after zero", input: plantstore.ListOptions{Limit: 10, HasAfter: true},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: 1, Limit: 10}},
-			reason:    "HasAfter tells a cursor of 0 from no cursor"},
-		{name: "after a negative id", input: plantstore.ListOptions{Limit: 10, After: -1, HasAfter: true},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: 0, Limit: 10}}},
-		{name: "after the smallest id", input: plantstore.ListOptions{Limit: 10, After: math.MinInt64, HasAfter: true},
-			want:      page,
-			wantCalls: []call{{Op: "list", From: math.MinInt64 + 1, Limit: 10}}},
-		{name: "after the largest id", input: plantstore.ListOptions{Limit: 10, After: math.MaxInt64, HasAfter: true},
-			want:   []plantstore.Plant{},
+		{name: "after without HasAfter", input: lo{Limit: 10, After: 5}, want: page, wantCalls: list(math.MinInt64, 10),
+			reason: "After means nothing unless HasAfter is set: the first page"},
+		{name: "after zero", input: lo{Limit: 10, HasAfter: true}, want: page, wantCalls: list(1, 10),
+			reason: "HasAfter tells a cursor of 0 from no cursor"},
+		{name: "after a negative id", input: lo{Limit: 10, After: -1, HasAfter: true}, want: page, wantCalls: list(0, 10)},
+		{name: "after the smallest id", input: lo{Limit: 10, After: math.MinInt64, HasAfter: true}, want: page,
+			wantCalls: list(math.MinInt64+1, 10)},
+		{name: "after the largest id", input: lo{Limit: 10, After: math.MaxInt64, HasAfter: true}, want: []plantstore.Plant{},
 			reason: "no id follows it; After+1 would wrap around to the first page"},
 	}
 	for _, tt := range tests {
@@ -235,19 +224,14 @@ func TestOnCreate(t *testing.T) {
 		want     []string
 		reason   string
 	}{
-		{name: "stored", input: fern,
-			want:   []string{"first 1", "second 1", "third 1"},
+		{name: "stored", input: fern, want: []string{"first 1", "second 1", "third 1"},
 			reason: "hooks run in the order of their options, each once, before Create returns"},
-		{name: "invalid", input: plantstore.NewPlant{ID: 1, Name: "\x00"},
-			reason: "nothing was stored"},
-		{name: "conflict", input: fern, storeErr: plantstore.ErrConflict,
-			reason: "nothing was stored"},
-		{name: "unavailable", input: fern, storeErr: fmt.Errorf("dial: %w", plantstore.ErrUnavailable),
-			reason: "nothing was stored"},
+		{name: "invalid", input: plantstore.NewPlant{ID: 1, Name: "\x00"}, reason: "nothing was stored"},
+		{name: "conflict", input: fern, storeErr: plantstore.ErrConflict, reason: "nothing was stored"},
+		{name: "unavailable", input: fern, storeErr: fmt.Errorf("dial: %w", plantstore.ErrUnavailable), reason: "nothing was stored"},
 		{name: "outcome unknown", input: fern, storeErr: fmt.Errorf("commit: %w", plantstore.ErrOutcomeUnknown),
 			reason: "the plant may not have been stored; a hook must only see plants that were"},
-		{name: "canceled", input: fern, storeErr: context.Canceled,
-			reason: "nothing was stored"},
+		{name: "canceled", input: fern, storeErr: context.Canceled, reason: "nothing was stored"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,22 +273,18 @@ func TestOnCreate(t *testing.T) {
 
 func TestStorageErrors(t *testing.T) {
 	ctx := context.Background()
-	ops := map[string]func(ps *plantstore.PlantStore) error{
-		"create": func(ps *plantstore.PlantStore) error {
-			_, err := ps.Create(ctx, plantstore.NewPlant{ID: 7, Name: "seven"})
-			return err
-		},
-		"plant": func(ps *plantstore.PlantStore) error {
-			_, err := ps.Plant(ctx, 7)
-			return err
-		},
-		"list": func(ps *plantstore.PlantStore) error {
-			_, err := ps.List(ctx, plantstore.ListOptions{})
-			return err
-		},
-		"delete": func(ps *plantstore.PlantStore) error {
-			return ps.Delete(ctx, 7)
-		},
+	do := func(ps *plantstore.PlantStore, op string) (err error) {
+		switch op {
+		case "create":
+			_, err = ps.Create(ctx, plantstore.NewPlant{ID: 7, Name: "seven"})
+		case "plant":
+			_, err = ps.Plant(ctx, 7)
+		case "list":
+			_, err = ps.List(ctx, plantstore.ListOptions{})
+		case "delete":
+			err = ps.Delete(ctx, 7)
+		}
+		return err
 	}
 	cause := errors.New("disk on fire")
 	tests := []struct {
@@ -342,7 +322,7 @@ func TestStorageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ops[tt.op](plantstore.New(&fakeStorage{err: tt.storeErr}))
+			err := do(plantstore.New(&fakeStorage{err: tt.storeErr}), tt.op)
 			if !errors.Is(err, tt.wantIs) {
 				t.Errorf("%s error = %v, want one matching %v (%s)", tt.op, err, tt.wantIs, tt.reason)
 			}

@@ -109,70 +109,62 @@ func TestReady(t *testing.T) {
 	}
 }
 
-func TestReadyAfterDelete(t *testing.T) {
+// TestWritesFailingSince checks that a failed create or delete marks
+// writes failing from the time of the first failure, kept across the
+// failures that follow; that answers which say nothing of the storage (a
+// conflict, a missing plant: it wrote nothing) leave it as it is; that a
+// create or a delete that succeeds clears it; and that Ready then pings
+// rather than probes.
+func TestWritesFailingSince(t *testing.T) {
 	ctx := context.Background()
 	wf := &writeFailing{Store: memstore.New()}
 	ps := plantstore.New(probing{wf})
-	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "Fern"}); err != nil {
+	if got := ps.WritesFailingSince(); !got.IsZero() {
+		t.Fatalf("WritesFailingSince() before any write = %v, want the zero Time", got)
+	}
+	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	wf.err = fmt.Errorf("read-only: %w", plantstore.ErrUnavailable)
+	down := fmt.Errorf("down: %w", plantstore.ErrUnavailable)
+	wantSince := func(what string, want time.Time) {
+		t.Helper()
+		if got := ps.WritesFailingSince(); !got.Equal(want) || ps.WritesFailing() == want.IsZero() {
+			t.Errorf("WritesFailingSince() after %s = %v (failing %v), want %v", what, got, ps.WritesFailing(), want)
+		}
+	}
+
+	wf.err = down
+	before := time.Now()
 	if err := ps.Delete(ctx, 1); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("Delete = %v, want ErrUnavailable", err)
 	}
-	if !ps.WritesFailing() {
-		t.Errorf("WritesFailing() after a failed delete = false, want true")
+	since := ps.WritesFailingSince()
+	if since.Before(before) || since.After(time.Now()) || !ps.WritesFailing() {
+		t.Fatalf("WritesFailingSince() after a failed delete = %v (failing %v), want between %v and now", since, ps.WritesFailing(), before)
 	}
+	ps.Create(ctx, plantstore.NewPlant{ID: 2, Name: "b"})
+	wantSince("a second failure", since)
+	wf.err = plantstore.ErrConflict
+	ps.Create(ctx, plantstore.NewPlant{ID: 3, Name: "c"})
+	wantSince("a conflict", since)
 	wf.err = nil
 	if err := ps.Delete(ctx, 2); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Fatalf("Delete of a missing plant = %v, want ErrNotFound", err)
 	}
-	if !ps.WritesFailing() {
-		t.Errorf("WritesFailing() after a delete of a missing plant = false, want true: it wrote nothing")
-	}
-	if err := ps.Delete(ctx, 1); err != nil {
-		t.Fatalf("Delete = %v", err)
-	}
-	if ps.WritesFailing() {
-		t.Errorf("WritesFailing() after a delete succeeded = true, want false")
-	}
-	if err := ps.Ready(ctx); err != nil || wf.probes != 0 {
-		t.Errorf("Ready() after a delete succeeded = %v with %d write probes, want nil and a ping", err, wf.probes)
-	}
-}
-
-// TestWritesFailingSince checks that the time writes started failing is
-// kept across the failures that follow, and cleared by a write that
-// succeeds, and that answers which say nothing of the storage (a conflict)
-// leave it as it is.
-func TestWritesFailingSince(t *testing.T) {
-	ctx := context.Background()
-	s := &writeFailing{Store: memstore.New()}
-	ps := plantstore.New(s)
-	if got := ps.WritesFailingSince(); !got.IsZero() {
-		t.Fatalf("WritesFailingSince() before any write = %v, want the zero Time", got)
-	}
-	s.err = fmt.Errorf("down: %w", plantstore.ErrUnavailable)
-	before := time.Now()
-	ps.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"})
-	since := ps.WritesFailingSince()
-	if since.Before(before) || since.After(time.Now()) {
-		t.Fatalf("WritesFailingSince() after a failed write = %v, want between %v and now", since, before)
-	}
-	ps.Create(ctx, plantstore.NewPlant{ID: 2, Name: "b"})
-	if got := ps.WritesFailingSince(); !got.Equal(since) {
-		t.Errorf("WritesFailingSince() after a second failure = %v, want the first's %v", got, since)
-	}
-	s.err = plantstore.ErrConflict
-	ps.Create(ctx, plantstore.NewPlant{ID: 3, Name: "c"})
-	if got := ps.WritesFailingSince(); !got.Equal(since) {
-		t.Errorf("WritesFailingSince() after a conflict = %v, want %v still", got, since)
-	}
-	s.err = nil
+	wantSince("a delete of a missing plant", since)
 	if _, err := ps.Create(ctx, plantstore.NewPlant{ID: 4, Name: "d"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ps.WritesFailingSince(); !got.IsZero() || ps.WritesFailing() {
-		t.Errorf("WritesFailingSince() after a write succeeded = %v (failing %v), want the zero Time", got, ps.WritesFailing())
+	wantSince("a create succeeded", time.Time{})
+
+	wf.err = down
+	ps.Delete(ctx, 4)
+	wf.err = nil
+	if err := ps.Delete(ctx, 1); err != nil {
+		t.Fatalf("Delete = %v", err)
+	}
+	wantSince("a delete succeeded", time.Time{})
+	if err := ps.Ready(ctx); err != nil || wf.probes != 0 {
+		t.Errorf("Ready() after a delete succeeded = %v with %d write probes, want nil and a ping", err, wf.probes)
 	}
 }

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -134,13 +135,7 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 			model[k] = val
 		}
 	}
-	want := slices.Sorted(func(yield func(int64) bool) {
-		for k := range model {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	want := slices.Sorted(maps.Keys(model))
 	got, leaves := check(t, &bt)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("keys after inserts mismatch (-want +got):\n%s", diff)

@@ -28,6 +28,11 @@ type discardExporter struct{}
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
+type benchProvider struct {
+	name string
+	tp   *sdktrace.TracerProvider
+}
+
 // benchProviders are the tracing setups the benchmarks compare: none;
 // the SDK with a batch span processor to an exporter that discards, every
 // span sampled (sampled) or none (unsampled: the spans' contexts are made
@@ -35,19 +40,13 @@ func (discardExporter) Shutdown(context.Context) error                          
 //
 //	go test -run '^$' -bench . -count 6 ./oteltrace > bench.txt
 //	benchstat -col /trace bench.txt
-func benchProviders(b *testing.B) []struct {
-	name string
-	tp   *sdktrace.TracerProvider
-} {
+func benchProviders(b *testing.B) []benchProvider {
 	mk := func(s sdktrace.Sampler) *sdktrace.TracerProvider {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(s))
 		b.Cleanup(func() { tp.Shutdown(context.Background()) })
 		return tp
 	}
-	return []struct {
-		name string
-		tp   *sdktrace.TracerProvider
-	}{
+	return []benchProvider{
 		{"trace=off", nil},
 		{"trace=sampled", mk(sdktrace.AlwaysSample())},
 		{"trace=unsampled", mk(sdktrace.ParentBased(sdktrace.NeverSample()))},

@@ -3,7 +3,6 @@ package oteltrace_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,9 +29,7 @@ func TestHandlerLeavesPolledRoutesOut(t *testing.T) {
 				h = mux
 			}
 			for _, path := range []string{"/healthz", "/readyz", "/metrics", "/plants/1", "/healthz/x"} {
-				req := httptest.NewRequest("GET", prefix+path, nil)
-				req.Header.Set("traceparent", incoming)
-				h.ServeHTTP(httptest.NewRecorder(), req)
+				send(h, "GET", prefix+path, "")
 			}
 			var names []string
 			for _, s := range rec.Ended() {
@@ -58,9 +55,7 @@ func TestTraceID(t *testing.T) {
 	h := oteltrace.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok = oteltrace.TraceID(r.Context())
 	}), tp)
-	req := httptest.NewRequest("GET", "/plants/1", nil)
-	req.Header.Set("traceparent", incoming)
-	h.ServeHTTP(httptest.NewRecorder(), req)
+	send(h, "GET", "/plants/1", "")
 	want := [16]byte{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
 	if !ok || got != want {
 		t.Errorf("TraceID in the request = %x, %v; want %x, true", got, ok, want)

@@ -67,6 +67,16 @@ func newHandler(tp trace.TracerProvider, s plantstore.Storage) http.Handler {
 
 const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
+// send serves a request with the token, a JSON body and the incoming
+// traceparent.
+func send(h http.Handler, method, path, body string) {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", incoming)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+}
+
 // TestRequestSpans sends requests with a traceparent through otelhttp
 // and the handler: each server span is the incoming span's child, named
 // after the route, with no id of the path and no token in any attribute,
@@ -74,17 +84,10 @@ const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 func TestRequestSpans(t *testing.T) {
 	tp, rec := newProvider(t)
 	h := newHandler(tp, openStore(t, oteltrace.Storage(tp)))
-	send := func(method, path, body string) {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("traceparent", incoming)
-		h.ServeHTTP(httptest.NewRecorder(), req)
-	}
-	send("POST", "/plants", `{"id":4242,"name":"Fern"}`)
-	send("GET", "/plants/4242", "")
-	send("GET", "/nowhere/4242", "")
-	send("BREW", "/plants", "")
+	send(h, "POST", "/plants", `{"id":4242,"name":"Fern"}`)
+	send(h, "GET", "/plants/4242", "")
+	send(h, "GET", "/nowhere/4242", "")
+	send(h, "BREW", "/plants", "")
 
 	spans := rec.Ended()
 	byName := map[string]sdktrace.ReadOnlySpan{}

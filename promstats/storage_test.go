@@ -1,48 +1,33 @@
 package promstats_test
 
 import (
-	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	_ "modernc.org/sqlite"
 
-	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/sqlstore"
 )
 
-// openStore opens a Store on a new SQLite file with Storage's hooks over
-// reg, and the outbox.
-func openStore(t *testing.T, reg prometheus.Registerer) *sqlstore.Store {
+// newStorage returns Storage's hooks over reg.
+func newStorage(t *testing.T, reg prometheus.Registerer) sqlstore.Hooks {
 	t.Helper()
-	hooks, err := promstats.Storage(reg)
+	h, err := promstats.Storage(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "plants.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s, err := sqlstore.Open(context.Background(), db, sqlstore.SQLite, sqlstore.WithOutbox(), sqlstore.WithHooks(hooks))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return h
 }
 
+// TestStorage tells the hooks of two creates, one canceled, and their
+// batch, and checks the series they make. Which operations and outcomes
+// a Store tells its hooks of is sqlstore's TestHooks.
 func TestStorage(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := openStore(t, reg)
-	got := series(t, reg, "plantstore_storage_")
+	h := newStorage(t, reg)
 	want := map[string]float64{
 		"plantstore_storage_group_commit_batch_size_count{}":       0,
 		"plantstore_storage_group_commit_duration_seconds_count{}": 0,
@@ -53,42 +38,37 @@ func TestStorage(t *testing.T) {
 			want[`plantstore_storage_errors_total{kind="`+k+`",operation="`+op.String()+`"}`] = 0
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, series(t, reg, "plantstore_storage_")); diff != "" {
 		t.Errorf("series before any operation (-want +got):\n%s", diff)
 	}
 
-	ctx := context.Background()
-	if err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}); err != nil {
-		t.Fatal(err)
-	}
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	s.Create(canceled, plantstore.Plant{ID: 2, Name: "Aloe"})
+	h.Done(sqlstore.OpCreate, time.Millisecond, sqlstore.OK)
+	h.Done(sqlstore.OpCreate, time.Millisecond, sqlstore.Canceled)
+	h.Committed(1, time.Millisecond)
+	// An Op or an Outcome of a later sqlstore: the time is kept when the
+	// operation is known, and nothing panics.
+	h.Done(sqlstore.OpRead, time.Millisecond, sqlstore.Outcome(200))
+	h.Done(sqlstore.Op(200), time.Millisecond, sqlstore.Failed)
 	for k, v := range map[string]float64{
 		`plantstore_storage_operation_duration_seconds_count{operation="create"}`: 2,
 		`plantstore_storage_errors_total{kind="canceled",operation="create"}`:     1,
+		`plantstore_storage_operation_duration_seconds_count{operation="read"}`:   1,
 		"plantstore_storage_group_commit_batch_size_count{}":                      1,
 		"plantstore_storage_group_commit_duration_seconds_count{}":                1,
 	} {
 		want[k] = v
 	}
-	// The batch is counted once its creates have been answered.
-	testkit.WaitUntil(t, 10*time.Second, "the batch counted", func() bool {
-		return series(t, reg, "plantstore_storage_")["plantstore_storage_group_commit_batch_size_count{}"] == 1
-	})
 	if diff := cmp.Diff(want, series(t, reg, "plantstore_storage_")); diff != "" {
 		t.Errorf("series after two creates (-want +got):\n%s", diff)
 	}
 }
 
-// TestStorageSharedRegistry opens two Stores with hooks of one registry:
-// their counts add up, and a conflicting collector fails Storage.
+// TestStorageSharedRegistry shows that the hooks of two Stores with one
+// registry add up, and that a conflicting collector fails Storage.
 func TestStorageSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	for range 2 {
-		if err := openStore(t, reg).Ping(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		newStorage(t, reg).Done(sqlstore.OpPing, time.Millisecond, sqlstore.OK)
 	}
 	key := `plantstore_storage_operation_duration_seconds_count{operation="ping"}`
 	if got := series(t, reg, "plantstore_storage_")[key]; got != 2 {

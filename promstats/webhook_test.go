@@ -10,13 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/promstats"
 	"github.com/plantstore/plantstore/webhook"
 )
 
-func TestWebhooks(t *testing.T) {
-	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
-	d, err := webhook.New(mo, []string{"http://127.0.0.1:1/"}, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+// registerWebhooks registers Webhooks of a dispatcher over o with a new
+// registry.
+func registerWebhooks(t *testing.T, o plantstore.Outbox) (*prometheus.Registry, *webhook.Dispatcher) {
+	t.Helper()
+	d, err := webhook.New(o, []string{"http://127.0.0.1:1/"}, []byte(testkit.WebhookSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +27,12 @@ func TestWebhooks(t *testing.T) {
 	if err := promstats.Webhooks(reg, d); err != nil {
 		t.Fatal(err)
 	}
+	return reg, d
+}
+
+func TestWebhooks(t *testing.T) {
+	mo := webhook.NewMemoryOutbox(webhook.WithMaxPending(2), webhook.WithDropLogger(slog.New(slog.DiscardHandler)))
+	reg, d := registerWebhooks(t, mo)
 	for id := range int64(5) {
 		mo.Add(plantstore.Plant{ID: id, Name: "p"})
 	}
@@ -62,14 +71,7 @@ func (c *countingOutbox) Depth(ctx context.Context) (int, error) {
 // once, not once a scrape: counting a database's is a query.
 func TestWebhookDepthCounted(t *testing.T) {
 	o := &countingOutbox{MemoryOutbox: webhook.NewMemoryOutbox()}
-	d, err := webhook.New(o, []string{"http://127.0.0.1:1/"}, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	if err := promstats.Webhooks(reg, d); err != nil {
-		t.Fatal(err)
-	}
+	reg, _ := registerWebhooks(t, o)
 	for range 50 {
 		if _, err := reg.Gather(); err != nil {
 			t.Fatal(err)

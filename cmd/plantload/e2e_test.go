@@ -1,12 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"net"
+	"maps"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,59 +25,29 @@ func TestLoadsTheRealServer(t *testing.T) {
 	server := testkit.Start(t, testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
 		"-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn")
 	load := testkit.Build(t, ".")
-	args := []string{"-url", server.URL, "-c", "4", "-n", "200", "-d", "0", "-start-id", "1000"}
-
-	stdout, stderr, err := testkit.Run(t, load, env, args...)
-	if err != nil {
-		t.Fatalf("plantload: %v\n%s", err, stderr)
-	}
-	got := fields(t, stdout)
-	want := map[string]string{"requests": "200", "status 200": "200", "transport errors": "0"}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			delete(got, k)
+	// report runs a load of ids 1000 to 1199 and checks the report's
+	// fields that want names.
+	report := func(what string, want map[string]string) {
+		t.Helper()
+		stdout, stderr, err := testkit.Run(t, load, env, "-url", server.URL, "-c", "4", "-n", "200", "-d", "0", "-start-id", "1000")
+		if err != nil {
+			t.Fatalf("plantload: %v\n%s", err, stderr)
+		}
+		got := fields(t, stdout)
+		maps.DeleteFunc(got, func(k, _ string) bool { _, ok := want[k]; return !ok })
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s report (-want +got):\n%s\n%s", what, diff, stdout)
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("first run's report (-want +got):\n%s\n%s", diff, stdout)
-	}
-
+	report("first run's", map[string]string{"requests": "200", "status 200": "200", "transport errors": "0"})
 	// The same ids again: every create is a conflict.
-	stdout, stderr, err = testkit.Run(t, load, env, args...)
-	if err != nil {
-		t.Fatalf("plantload: %v\n%s", err, stderr)
-	}
-	got = fields(t, stdout)
-	want = map[string]string{"requests": "200", "status 400": "200", "error code 409": "200", "transport errors": "0"}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			delete(got, k)
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("second run's report (-want +got):\n%s\n%s", diff, stdout)
-	}
+	report("second run's", map[string]string{"requests": "200", "status 400": "200", "error code 409": "200", "transport errors": "0"})
 
-	req, _ := http.NewRequest("GET", server.URL+"/plants?limit=1000", nil)
-	req.Header.Set("Authorization", "Bearer load-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plants []struct{ ID int64 }
-	err = json.NewDecoder(resp.Body).Decode(&plants)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids, wantIDs []int64
-	for _, p := range plants {
-		ids = append(ids, p.ID)
-	}
+	var wantIDs []int64
 	for id := int64(1000); id < 1200; id++ {
 		wantIDs = append(wantIDs, id)
 	}
-	if diff := cmp.Diff(wantIDs, ids); diff != "" {
+	if diff := cmp.Diff(wantIDs, slices.Sorted(maps.Keys(testkit.Plants(t, http.DefaultClient, server.URL, "load-token")))); diff != "" {
 		t.Errorf("stored ids (-want +got):\n%s", diff)
 	}
 
@@ -86,7 +56,7 @@ func TestLoadsTheRealServer(t *testing.T) {
 	}
 
 	// A command line that cannot run exits 2.
-	_, _, err = testkit.Run(t, load, env, "-c", "0")
+	_, _, err := testkit.Run(t, load, env, "-c", "0")
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
 		t.Errorf("plantload -c 0 exited with %v, want status 2", err)
 	}
@@ -98,13 +68,8 @@ func TestLoadsTheRealServer(t *testing.T) {
 // delivered once.
 func TestReceivesTheServersWebhooks(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := l.Addr().String()
-	l.Close()
-	env := testkit.Env("PLANTSTORE_TOKENS=load-token", "PLANTSTORE_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	hook := testkit.FreeAddr(t)
+	env := testkit.Env("PLANTSTORE_TOKENS=load-token", "PLANTSTORE_WEBHOOK_SECRET="+testkit.WebhookSecret)
 	server := testkit.Start(t, testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore"), env,
 		"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "plants.db"), "-log-level", "warn",
 		"-webhook", "http://"+hook+"/")

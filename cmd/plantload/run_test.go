@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // fakeStore answers POST /plants the way plantstore does, choosing the
@@ -91,24 +93,35 @@ func fields(t *testing.T, out string) map[string]string {
 
 func noEnv(string) string { return "" }
 
+// load runs plantload with args in the environment getenv, and returns
+// its report; it logs its standard error when it fails.
+func load(t *testing.T, getenv func(string) string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), append([]string{"plantload"}, args...), getenv, &stdout, &stderr)
+	if err != nil {
+		t.Logf("plantload %q: %v\nstderr: %s", args, err, &stderr)
+	}
+	return stdout.String(), err
+}
+
 func TestRunCountsAnswers(t *testing.T) {
 	f, base := newFakeStore(t, "s3cret")
-	var stdout, stderr bytes.Buffer
-	args := []string{"plantload", "-url", base, "-c", "4", "-n", "100", "-d", "0", "-start-id", "1", "-tag", "green"}
 	getenv := func(k string) string {
 		if k == "PLANTSTORE_TOKENS" {
 			return " s3cret, other"
 		}
 		return ""
 	}
-	if err := run(t.Context(), args, getenv, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr: %s", err, stderr.String())
+	out, err := load(t, getenv, "-url", base, "-c", "4", "-n", "100", "-d", "0", "-start-id", "1", "-tag", "green")
+	if err != nil {
+		t.Fatal(err)
 	}
 
-	got := fields(t, stdout.String())
+	got := fields(t, out)
 	for _, k := range []string{"duration", "req/s", "latency p50", "latency p90", "latency p99", "latency max"} {
 		if got[k] == "" {
-			t.Errorf("report has no %q line:\n%s", k, stdout.String())
+			t.Errorf("report has no %q line:\n%s", k, out)
 		}
 		delete(got, k)
 	}
@@ -153,14 +166,13 @@ func TestRunCountsAnswers(t *testing.T) {
 
 func TestRunStopsAfterDuration(t *testing.T) {
 	f, base := newFakeStore(t, "flag-token")
-	var stdout, stderr bytes.Buffer
-	args := []string{"plantload", "-url", base + "/", "-token", "flag-token", "-c", "2", "-d", "100ms"}
-	if err := run(t.Context(), args, noEnv, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr: %s", err, stderr.String())
+	out, err := load(t, noEnv, "-url", base+"/", "-token", "flag-token", "-c", "2", "-d", "100ms")
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := fields(t, stdout.String())
+	got := fields(t, out)
 	if got["target"] != base+"/plants" || got["transport errors"] != "0" || got["requests"] == "0" {
-		t.Errorf("report = %s, want requests to %s/plants and no transport errors", stdout.String(), base)
+		t.Errorf("report = %s, want requests to %s/plants and no transport errors", out, base)
 	}
 
 	f.mu.Lock()
@@ -179,22 +191,12 @@ func TestRunStopsAfterDuration(t *testing.T) {
 }
 
 func TestRunReportsTransportErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-
-	var stdout, stderr bytes.Buffer
-	args := []string{"plantload", "-url", "http://" + addr, "-c", "2", "-n", "5", "-d", "5s"}
-	err = run(t.Context(), args, noEnv, &stdout, &stderr)
+	out, err := load(t, noEnv, "-url", "http://"+testkit.FreeAddr(t), "-c", "2", "-n", "5", "-d", "5s")
 	if err == nil {
 		t.Errorf("run against a closed port returned nil, want an error")
 	}
-	got := fields(t, stdout.String())
-	if diff := cmp.Diff("5", got["transport errors"]); diff != "" {
-		t.Errorf("transport errors mismatch (-want +got):\n%s\nreport:\n%s", diff, stdout.String())
+	if diff := cmp.Diff("5", fields(t, out)["transport errors"]); diff != "" {
+		t.Errorf("transport errors mismatch (-want +got):\n%s\nreport:\n%s", diff, out)
 	}
 }
 
@@ -220,13 +222,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			err := run(t.Context(), append([]string{"plantload"}, tt.args...), noEnv, &stdout, &stderr)
+			out, err := load(t, noEnv, tt.args...)
 			if !errors.Is(err, errUsage) {
 				t.Errorf("run(%q) = %v, want an error wrapping errUsage (%s)", tt.args, err, tt.reason)
 			}
-			if stdout.Len() != 0 {
-				t.Errorf("run(%q) printed a report, want none:\n%s", tt.args, stdout.String())
+			if out != "" {
+				t.Errorf("run(%q) printed a report, want none:\n%s", tt.args, out)
 			}
 		})
 	}
@@ -242,6 +243,17 @@ func TestPercentile(t *testing.T) {
 		got := percentile(sorted, tt.p)
 		if got != tt.want {
 			t.Errorf("percentile(1..10, %d) = %d, want %d", tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestCodeOrder checks that the report lists numeric codes in numeric
+// order, before any other.
+func TestCodeOrder(t *testing.T) {
+	for _, in := range [][]string{{"not-an-Error-body", "42", "3", "409"}, {"409", "3", "not-an-Error-body", "42"}} {
+		got := slices.SortedFunc(slices.Values(in), codeOrder)
+		if diff := cmp.Diff([]string{"3", "42", "409", "not-an-Error-body"}, got); diff != "" {
+			t.Errorf("codes %q sorted (-want +got):\n%s", in, diff)
 		}
 	}
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,10 +57,15 @@ func startHosts(t *testing.T) []host {
 	return hosts
 }
 
+// request returns the head of a request of method for the host's path,
+// with alice's token and the header lines extra.
+func (h host) request(method, path, extra string) string {
+	return method + " " + h.prefix + path + " HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n" + extra + "\r\n"
+}
+
 // create returns a POST of body to the host's /plants.
 func (h host) create(body string) string {
-	return fmt.Sprintf("POST %s/plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", h.prefix, len(body), body)
+	return h.request("POST", "/plants", fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))) + body
 }
 
 func (h host) dial(t *testing.T, d *net.Dialer) net.Conn {
@@ -101,9 +105,7 @@ func (h host) exchange(t *testing.T, req string) answer {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var e struct{ Error int }
-	json.Unmarshal(body, &e)
-	a := answer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Code: e.Error}
+	a := answer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Code: testkit.ErrorCode(body)}
 	if resp.Close {
 		io.WriteString(conn, "GET "+h.prefix+"/healthz HTTP/1.1\r\nHost: plantstore\r\n\r\n")
 		rest, err := io.ReadAll(r)
@@ -139,32 +141,18 @@ func TestHostileRequestsAnsweredAlike(t *testing.T) {
 	overLimit := "X-Filler: " + strings.Repeat("a", server.DefaultMaxHeaderBytes+8<<10) + "\r\n"
 	pastServer := "X-Filler: " + strings.Repeat("a", 2*server.DefaultMaxHeaderBytes+8<<10) + "\r\n"
 	chunked := func(h host) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "POST %s/plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n"+
-			"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", h.prefix)
-		for range 300 {
-			fmt.Fprintf(&b, "1000\r\n%s\r\n", strings.Repeat(" ", 4096))
-		}
-		return b.String() + "0\r\n\r\n"
+		return h.request("POST", "/plants", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n") +
+			strings.Repeat("1000\r\n"+strings.Repeat(" ", 4096)+"\r\n", 300) + "0\r\n\r\n"
 	}
-	get := func(path string) func(host) string {
-		return func(h host) string {
-			return "GET " + h.prefix + path + " HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n\r\n"
-		}
-	}
-	del := func(path string) func(host) string {
-		return func(h host) string {
-			return "DELETE " + h.prefix + path + " HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n\r\n"
-		}
+	req := func(method, path, extra string) func(host) string {
+		return func(h host) string { return h.request(method, path, extra) }
 	}
 	tests := []struct {
 		name string
 		req  func(host) string
 		want answer // what the binary answers, checked too
 	}{
-		{"headers over the handler's limit", func(h host) string {
-			return "GET " + h.prefix + "/plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n" + overLimit + "\r\n"
-		}, answer{400, "application/json", 431, false}},
+		{"headers over the handler's limit", req("GET", "/plants", overLimit), answer{400, "application/json", 431, false}},
 		{"headers past what the server reads", func(h host) string {
 			return "GET " + h.prefix + "/plants HTTP/1.1\r\nHost: plantstore\r\n" + pastServer + "\r\n"
 		}, answer{431, "text/plain; charset=utf-8", 0, true}},
@@ -172,11 +160,11 @@ func TestHostileRequestsAnsweredAlike(t *testing.T) {
 			return strings.Replace(h.create(`{"id":2,"name":"huge"}`), "Content-Length: 22", "Content-Length: 10485760", 1)
 		}, answer{400, "application/json", 413, true}},
 		{"a chunked body past the limit", chunked, answer{400, "application/json", 413, true}},
-		{"an escaped slash and dots", get("/plants%2F.."), answer{400, "application/json", 404, false}},
-		{"an escaped slash before an id", del("/plants%2F1"), answer{400, "application/json", 404, false}},
-		{"escaped dots between slashes", get("/plants/%2e%2e/plants"), answer{400, "application/json", 404, false}},
-		{"escaped digits as an id", del("/plants/%31"), answer{400, "application/json", 400, false}},
-		{"an escaped letter", get("/%70lants/1"), answer{400, "application/json", 404, false}},
+		{"an escaped slash and dots", req("GET", "/plants%2F..", ""), answer{400, "application/json", 404, false}},
+		{"an escaped slash before an id", req("DELETE", "/plants%2F1", ""), answer{400, "application/json", 404, false}},
+		{"escaped dots between slashes", req("GET", "/plants/%2e%2e/plants", ""), answer{400, "application/json", 404, false}},
+		{"escaped digits as an id", req("DELETE", "/plants/%31", ""), answer{400, "application/json", 400, false}},
+		{"an escaped letter", req("GET", "/%70lants/1", ""), answer{400, "application/json", 404, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +175,7 @@ func TestHostileRequestsAnsweredAlike(t *testing.T) {
 		})
 	}
 	// Plant 1 is still there in both: no escape reached it.
-	alike(t, hosts, "plant 1 afterwards", func(h host) answer { return h.exchange(t, get("/plants/1")(h)) })
+	alike(t, hosts, "plant 1 afterwards", func(h host) answer { return h.exchange(t, h.request("GET", "/plants/1", "")) })
 }
 
 // TestSlowHeadersCutOffAlike trickles a request's headers, one byte every
@@ -258,7 +246,7 @@ func TestUnreadListsCutOffAlike(t *testing.T) {
 		}})
 		const n = 4000
 		start := time.Now()
-		go io.WriteString(conn, strings.Repeat("GET "+h.prefix+"/plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer alice-token\r\n\r\n", n))
+		go io.WriteString(conn, strings.Repeat(h.request("GET", "/plants", ""), n))
 		testkit.WaitUntil(t, hostileWait, h.name+" to close the connection whose answers go unread", func() bool {
 			state, ok := serverEndState(conn)
 			return !ok || state != tcpEstablished

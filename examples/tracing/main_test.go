@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -40,23 +39,11 @@ func TestProgram(t *testing.T) {
 	}))
 	defer otlp.Close()
 	p := testkit.Start(t, testkit.Build(t, "."), testkit.Env("PLANTSTORE_ADDR=127.0.0.1:0", "OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL))
-	req, _ := http.NewRequest("POST", p.URL+"/api/plants", strings.NewReader(`{"id":1,"name":"Monstera"}`))
-	req.Header.Set("Authorization", "Bearer alice-token")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if status, code, err := testkit.Create(t.Context(), http.DefaultClient, p.URL+"/api", "alice-token", 1, "Monstera"); status != 200 {
+		t.Fatalf("POST /api/plants: %d, error %d, %v", status, code, err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("POST /api/plants: %d", resp.StatusCode)
-	}
-	if resp, err = http.Get(p.URL + "/api/healthz"); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /api/healthz: %d", resp.StatusCode)
+	if status, _, _, err := testkit.Get(http.DefaultClient, p.URL+"/api/healthz", ""); status != 200 {
+		t.Fatalf("GET /api/healthz: %d, %v", status, err)
 	}
 	if err := p.Stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.Stderr)

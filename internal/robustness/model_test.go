@@ -32,117 +32,42 @@ var (
 	readBNoTg = Output{Result: OK, Plant: Plant{Present: true, Name: "b"}}
 )
 
-// TestModel checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
+// TestModel checks which histories the model finds linearizable.
 func TestModel(t *testing.T) {
+	type h = []porcupine.Operation
+	const legal, illegal = porcupine.Ok, porcupine.Illegal
 	tests := []struct {
 		name    string
-		history []porcupine.Operation
+		history h
 		want    porcupine.CheckResult
 		reason  string
 	}{
-		{
-			name:    "create then read",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(0, read, readA, 2, 3)},
-			want:    porcupine.Ok,
-		},
-		{
-			name:    "read misses an acknowledged create",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(1, read, notFound, 2, 3)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "concurrent read may miss a create",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 3), op(1, read, notFound, 1, 2)},
-			want:    porcupine.Ok,
-		},
-		{
-			name:    "two creates both win",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 3), op(1, createB, ok, 1, 2)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "an absent tag is not an empty tag",
-			history: []porcupine.Operation{op(0, createB, ok, 0, 1), op(0, read, readBNoTg, 2, 3)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "stale read after delete",
-			history: []porcupine.Operation{op(0, createB, ok, 0, 1), op(0, del, ok, 2, 3), op(1, read, readB, 4, 5)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "delete of a free id",
-			history: []porcupine.Operation{op(0, del, ok, 0, 1)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "conflict on a free id",
-			history: []porcupine.Operation{op(0, createA, conflict, 0, 1)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "unavailable create kept nothing",
-			history: []porcupine.Operation{op(0, createA, down, 0, 1), op(0, read, notFound, 2, 3), op(0, createB, ok, 4, 5)},
-			want:    porcupine.Ok,
-		},
-		{
-			name:    "unavailable create was kept",
-			history: []porcupine.Operation{op(0, createA, down, 0, 1), op(0, read, readA, 2, 3)},
-			want:    porcupine.Illegal,
-			reason:  "error 503 promises that nothing was kept",
-		},
-		{
-			name:    "unknown create kept",
-			history: []porcupine.Operation{op(0, createA, unknown, 0, 1), op(1, read, readA, 2, 3), op(1, createB, conflict, 4, 5)},
-			want:    porcupine.Ok,
-		},
-		{
-			name:    "unknown create not kept",
-			history: []porcupine.Operation{op(0, createA, unknown, 0, 1), op(1, read, notFound, 2, 3), op(1, createB, ok, 4, 5), op(1, read, readB, 6, 7)},
-			want:    porcupine.Ok,
-		},
-		{
-			name: "unknown create kept late",
-			history: []porcupine.Operation{op(0, createA, unknown, 0, 100), op(1, read, notFound, 2, 3),
-				op(1, read, readA, 4, 5)},
-			want:   porcupine.Ok,
-			reason: "an operation of unknown outcome stays pending until the end",
-		},
-		{
-			name:    "unknown create cannot explain another name",
-			history: []porcupine.Operation{op(0, createA, unknown, 0, 100), op(1, read, readB, 2, 3)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name:    "unknown create seen before its call",
-			history: []porcupine.Operation{op(1, read, readA, 0, 1), op(0, createA, unknown, 2, 100)},
-			want:    porcupine.Illegal,
-		},
-		{
-			name: "unknown delete either way",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(0, del, unknown, 2, 100), op(1, read, readA, 3, 4),
-				op(1, read, notFound, 5, 6), op(1, createB, ok, 7, 8)},
-			want: porcupine.Ok,
-		},
-		{
-			name: "unknown delete takes effect once",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(0, del, unknown, 2, 100), op(1, read, notFound, 3, 4),
-				op(1, read, readA, 5, 6)},
-			want: porcupine.Illegal,
-		},
-		{
-			name: "a plant forgotten",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(1, createB, unknown, 2, 100), op(1, read, notFound, 3, 4),
-				op(2, del, ok, 5, 6)},
-			want:   porcupine.Illegal,
-			reason: "what a restarted memory store does",
-		},
-		{
-			name: "ids are independent",
-			history: []porcupine.Operation{op(0, createA, ok, 0, 1), op(1, Input{Kind: Create, ID: 2, Name: "b"}, ok, 0, 1),
-				op(0, Input{Kind: Read, ID: 2}, Output{Result: OK, Plant: Plant{Present: true, Name: "b"}}, 2, 3), op(1, read, readA, 2, 3)},
-			want: porcupine.Ok,
-		},
+		{"create then read", h{op(0, createA, ok, 0, 1), op(0, read, readA, 2, 3)}, legal, ""},
+		{"read misses an acknowledged create", h{op(0, createA, ok, 0, 1), op(1, read, notFound, 2, 3)}, illegal, ""},
+		{"concurrent read may miss a create", h{op(0, createA, ok, 0, 3), op(1, read, notFound, 1, 2)}, legal, ""},
+		{"two creates both win", h{op(0, createA, ok, 0, 3), op(1, createB, ok, 1, 2)}, illegal, ""},
+		{"an absent tag is not an empty tag", h{op(0, createB, ok, 0, 1), op(0, read, readBNoTg, 2, 3)}, illegal, ""},
+		{"stale read after delete", h{op(0, createB, ok, 0, 1), op(0, del, ok, 2, 3), op(1, read, readB, 4, 5)}, illegal, ""},
+		{"delete of a free id", h{op(0, del, ok, 0, 1)}, illegal, ""},
+		{"conflict on a free id", h{op(0, createA, conflict, 0, 1)}, illegal, ""},
+		{"unavailable create kept nothing", h{op(0, createA, down, 0, 1), op(0, read, notFound, 2, 3), op(0, createB, ok, 4, 5)}, legal, ""},
+		{"unavailable create was kept", h{op(0, createA, down, 0, 1), op(0, read, readA, 2, 3)}, illegal,
+			"error 503 promises that nothing was kept"},
+		{"unknown create kept", h{op(0, createA, unknown, 0, 1), op(1, read, readA, 2, 3), op(1, createB, conflict, 4, 5)}, legal, ""},
+		{"unknown create not kept", h{op(0, createA, unknown, 0, 1), op(1, read, notFound, 2, 3), op(1, createB, ok, 4, 5),
+			op(1, read, readB, 6, 7)}, legal, ""},
+		{"unknown create kept late", h{op(0, createA, unknown, 0, 100), op(1, read, notFound, 2, 3), op(1, read, readA, 4, 5)}, legal,
+			"an operation of unknown outcome stays pending until the end"},
+		{"unknown create cannot explain another name", h{op(0, createA, unknown, 0, 100), op(1, read, readB, 2, 3)}, illegal, ""},
+		{"unknown create seen before its call", h{op(1, read, readA, 0, 1), op(0, createA, unknown, 2, 100)}, illegal, ""},
+		{"unknown delete either way", h{op(0, createA, ok, 0, 1), op(0, del, unknown, 2, 100), op(1, read, readA, 3, 4),
+			op(1, read, notFound, 5, 6), op(1, createB, ok, 7, 8)}, legal, ""},
+		{"unknown delete takes effect once", h{op(0, createA, ok, 0, 1), op(0, del, unknown, 2, 100), op(1, read, notFound, 3, 4),
+			op(1, read, readA, 5, 6)}, illegal, ""},
+		{"a plant forgotten", h{op(0, createA, ok, 0, 1), op(1, createB, unknown, 2, 100), op(1, read, notFound, 3, 4),
+			op(2, del, ok, 5, 6)}, illegal, "what a restarted memory store does"},
+		{"ids are independent", h{op(0, createA, ok, 0, 1), op(1, Input{Kind: Create, ID: 2, Name: "b"}, ok, 0, 1),
+			op(0, Input{Kind: Read, ID: 2}, readBNoTg, 2, 3), op(1, read, readA, 2, 3)}, legal, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

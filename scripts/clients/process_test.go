@@ -20,22 +20,6 @@ import (
 	"time"
 )
 
-// runScenario runs a scenario command and returns what it printed, a line
-// each; it fails the test if the command fails.
-func runScenario(t *testing.T, argv []string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(argv, " "), err, out, stderr.Bytes())
-	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-}
-
 // repoRoot is plantstore's module, two levels up.
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -46,17 +30,21 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// command runs argv in dir and fails the test, with its output, if it
-// fails.
-func command(t *testing.T, dir string, argv ...string) {
+// command runs argv in dir, the test's own when "", and returns its
+// standard output; it fails the test, with the output, if argv fails.
+func command(t *testing.T, dir string, argv ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s (in %s): %v\n%s", strings.Join(argv, " "), dir, err, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s (in %q): %v\nstdout:\n%s\nstderr:\n%s", strings.Join(argv, " "), dir, err, out, stderr.Bytes())
 	}
+	return string(out)
 }
 
 // buildServer builds cmd/plantstore, in plantstore's own module, and
