@@ -55,6 +55,14 @@ func serve(t testing.TB, h http.Handler) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
+// wantCount fails t unless c counts want; what names what c counts.
+func wantCount(t *testing.T, c *atomic.Int64, want int64, what string) {
+	t.Helper()
+	if n := c.Load(); n != want {
+		t.Errorf("%d %s, want %d", n, what, want)
+	}
+}
+
 // newClient returns a client of baseURL with the test token and no
 // retries, then opts.
 func newClient(t testing.TB, baseURL string, opts ...client.Option) *client.Client {
@@ -230,9 +238,7 @@ func TestCreateValidatesBeforeSending(t *testing.T) {
 			}
 		})
 	}
-	if n := requests.Load(); n != 0 {
-		t.Errorf("the server got %d requests, want none", n)
-	}
+	wantCount(t, requests, 0, "requests sent")
 }
 
 func TestAllFollowsPages(t *testing.T) {
@@ -265,9 +271,7 @@ func TestAllFollowsPages(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("All mismatch (-want +got):\n%s", diff)
 			}
-			if n := requests.Load(); n != 3 {
-				t.Errorf("All made %d requests for %d plants, want 3 pages", n, stored)
-			}
+			wantCount(t, requests, 3, fmt.Sprintf("requests (pages) for %d plants", stored))
 
 			requests.Store(0)
 			n := 0
@@ -446,7 +450,5 @@ func TestContextEnded(t *testing.T) {
 	if err := c.Ping(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Ping: %v, want context.Canceled", err)
 	}
-	if n := requests.Load(); n != 0 {
-		t.Errorf("the server got %d requests, want none", n)
-	}
+	wantCount(t, requests, 0, "requests sent")
 }

@@ -63,9 +63,7 @@ func TestAnswersOutsideContract(t *testing.T) {
 			srv, requests := serveAnswer(t, tt.status, ct, tt.body)
 			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: true}))
 			checkProtocolError(t, tt.call(t.Context(), c), tt.status, tt.write)
-			if n := requests.Load(); n != 1 {
-				t.Errorf("%d requests, want 1: another attempt would get the same answer", n)
-			}
+			wantCount(t, requests, 1, "requests: another attempt would get the same answer")
 		})
 	}
 }

@@ -277,9 +277,7 @@ func TestErrorsWithoutBody(t *testing.T) {
 				t.Errorf("status, code, message mismatch (-want +got):\n%s", diff)
 			}
 			checkSentinel(t, err, tt.wantIs)
-			if n := requests.Load(); n != 1 {
-				t.Errorf("%d requests, want 1 (retries are off)", n)
-			}
+			wantCount(t, requests, 1, "requests (retries are off)")
 		})
 	}
 }

@@ -152,15 +152,9 @@ func TestRedirectsRefused(t *testing.T) {
 						c := newClient(t, srv.URL+"/from", opts...)
 						err := call.call(t.Context(), c)
 
-						if n := rec.withToken.Load(); n != 0 {
-							t.Errorf("%d requests to %s carried the token (%s)", n, to, d.reason)
-						}
-						if n := rec.bodies.Load(); n != 0 {
-							t.Errorf("%d requests to %s carried a body (%s)", n, to, d.reason)
-						}
-						if n := rec.requests.Load(); n != 0 {
-							t.Errorf("%d requests reached %s, want none: the client follows no redirect", n, to)
-						}
+						wantCount(t, &rec.withToken, 0, "requests to "+to+" carrying the token ("+d.reason+")")
+						wantCount(t, &rec.bodies, 0, "requests to "+to+" carrying a body ("+d.reason+")")
+						wantCount(t, &rec.requests, 0, "requests reaching "+to+": the client follows no redirect")
 						checkProtocolError(t, err, status, call.write)
 					})
 				}
@@ -178,9 +172,7 @@ func TestRedirectWithoutLocation(t *testing.T) {
 			srv, requests := serveAnswer(t, status, "", "")
 			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
 			checkProtocolError(t, read(1)(t.Context(), c), status, false)
-			if n := requests.Load(); n != 1 {
-				t.Errorf("%d requests, want 1: another attempt would get the same answer", n)
-			}
+			wantCount(t, requests, 1, "requests: another attempt would get the same answer")
 		})
 	}
 }

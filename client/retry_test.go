@@ -140,9 +140,7 @@ func TestRetryUnavailable(t *testing.T) {
 				np := plantstore.NewPlant{ID: 1, Name: "Monstera"}
 				p, err := c.Create(t.Context(), np)
 				wantAttempts := int64(min(tt.failures+1, max(tt.policy.MaxAttempts, 1)))
-				if n := requests.Load(); n != wantAttempts {
-					t.Errorf("%d attempts, want %d", n, wantAttempts)
-				}
+				wantCount(t, requests, wantAttempts, "attempts")
 				if diff := cmp.Diff(tt.wantBounds, w.bounds); diff != "" {
 					t.Errorf("wait bounds mismatch (-want +got):\n%s", diff)
 				}
@@ -197,9 +195,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	if diff := cmp.Diff([]time.Duration{500 * time.Millisecond}, w.bounds); diff != "" {
 		t.Errorf("jitter bounds mismatch (-want +got):\n%s", diff)
 	}
-	if n := requests.Load(); n != 2 {
-		t.Errorf("%d attempts, want 2", n)
-	}
+	wantCount(t, requests, 2, "attempts")
 
 	s.creates = []step{{err: errUnavailable}}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
@@ -274,9 +270,7 @@ func TestRetryUnknownOutcome(t *testing.T) {
 				client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: tt.optIn}))
 
 			err := tt.call(t.Context(), c)
-			if n := requests.Load(); n != tt.wantRequests {
-				t.Errorf("%d requests, want %d", n, tt.wantRequests)
-			}
+			wantCount(t, requests, tt.wantRequests, "requests")
 			checkSentinel(t, err, tt.wantIs)
 			if tt.wantIs == nil && err != nil {
 				t.Fatalf("error %v, want none", err)
@@ -331,9 +325,7 @@ func TestRetryConnectionRefused(t *testing.T) {
 	if _, ok := errors.AsType[*net.OpError](err); !ok {
 		t.Errorf("error %v does not keep the dial error", err)
 	}
-	if n := dials.Load(); n != 3 {
-		t.Errorf("%d dials, want 3", n)
-	}
+	wantCount(t, &dials, 3, "dials")
 }
 
 // TestNothingListening checks a client of an address where nothing
@@ -391,9 +383,7 @@ func TestRetryAfterRequestSent(t *testing.T) {
 				t.Fatal("the call succeeded against a server that never answers")
 			}
 			checkSentinel(t, err, tt.wantIs)
-			if n := requests.Load(); n != tt.wantRequests {
-				t.Errorf("%d requests, want %d: %s", n, tt.wantRequests, tt.reason)
-			}
+			wantCount(t, requests, tt.wantRequests, "requests: "+tt.reason)
 		})
 	}
 }
@@ -422,17 +412,13 @@ func TestRetryReadThroughGateway(t *testing.T) {
 	if _, err := c.Plant(t.Context(), 1); err != nil {
 		t.Fatalf("Plant: %v", err)
 	}
-	if n := requests.Load(); n != 3 {
-		t.Errorf("%d requests, want 3", n)
-	}
+	wantCount(t, requests, 3, "requests")
 
 	failures.Store(1)
 	requests.Store(0)
 	_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "b"})
 	checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-	if n := requests.Load(); n != 1 {
-		t.Errorf("%d requests, want 1", n)
-	}
+	wantCount(t, requests, 1, "requests")
 }
 
 // TestBackoffEndsWithContext cancels the context as the client starts an
@@ -463,9 +449,7 @@ func TestBackoffEndsWithContext(t *testing.T) {
 				t.Errorf("error %v, want context.Canceled", err)
 			}
 			checkSentinel(t, err, tt.wantIs)
-			if n := requests.Load(); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
+			wantCount(t, requests, 1, "requests")
 		})
 	}
 }
@@ -477,7 +461,5 @@ func TestPingOnce(t *testing.T) {
 	srv, requests := serve(t, newHandler(failing{errUnavailable}))
 	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 5}))
 	checkSentinel(t, c.Ping(t.Context()), plantstore.ErrUnavailable)
-	if n := requests.Load(); n != 1 {
-		t.Errorf("%d requests, want 1", n)
-	}
+	wantCount(t, requests, 1, "requests")
 }

@@ -87,18 +87,14 @@ func accessLines(t *testing.T, out string) []accessLine {
 	return lines
 }
 
-// send serves one request with h and returns the X-Request-Id answered.
+// send serves one request with h, with the bearer token auth unless it is
+// "", and returns the X-Request-Id answered.
 func send(h http.Handler, method, target, auth, requestID, body string) string {
-	req := httptest.NewRequest(method, target, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
-		req.Header.Set("Authorization", "Bearer "+auth)
-	}
-	if requestID != "" {
-		req.Header.Set("X-Request-Id", requestID)
+		auth = "Bearer " + auth
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	h.ServeHTTP(rec, newRequest(method, target, hdr{"Authorization": auth, "X-Request-Id": requestID}, strings.NewReader(body)))
 	return rec.Header().Get("X-Request-Id")
 }
 

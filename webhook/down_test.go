@@ -71,11 +71,8 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 
 	down.Store(false)
 	rc.waitDelivered(t, n)
-	_, delivered := rc.stats()
-	for id, c := range delivered {
-		if c != 1 {
-			t.Errorf("%s delivered %d times, want once", id, c)
-		}
+	if _, delivered := rc.stats(); !onceEach(n)(delivered) {
+		t.Errorf("deliveries by webhook-id = %v, want each of %d once", delivered, n)
 	}
 	if !strings.Contains(l.String(), "webhook: subscriber up again") {
 		t.Errorf("no line saying the subscriber is up again in the logs:\n%s", l)
