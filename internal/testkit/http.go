@@ -24,6 +24,12 @@ func Get(hc *http.Client, url, token string) (status int, header http.Header, bo
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return roundTrip(hc, req)
+}
+
+// roundTrip sends req through hc and returns the answer's status, header
+// and whole body, or an error when no complete answer came.
+func roundTrip(hc *http.Client, req *http.Request) (status int, header http.Header, body []byte, err error) {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
