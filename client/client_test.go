@@ -33,6 +33,40 @@ var modes = []struct {
 	{"conventional", []httpapi.Option{httpapi.WithConventionalStatus()}, func(code int) int { return code }},
 }
 
+// mounts are modes at the root, and the handler mounted under /api/ as a
+// host server would, the base URL given with and without its final slash.
+func mounts() []mount {
+	ms := []mount{{"/api", nil, "/api"}, {"/api/", nil, "/api/"}}
+	for _, m := range modes {
+		ms = append(ms, mount{m.name, m.opts, ""})
+	}
+	return ms
+}
+
+type mount struct {
+	name string
+	opts []httpapi.Option
+	base string // "" for the root
+}
+
+// serveAt serves h as serve does, mounted under /api/ unless m.base is "",
+// failing the test on a request outside the mount, and returns the base
+// URL of a client.
+func serveAt(t *testing.T, h http.Handler, m mount) (string, *atomic.Int64) {
+	t.Helper()
+	if m.base != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/api/", http.StripPrefix("/api", h))
+		mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t.Errorf("request outside the prefix: %s %s", r.Method, r.URL)
+			http.NotFound(w, r)
+		}))
+		h = mux
+	}
+	srv, n := serve(t, h)
+	return srv.URL + m.base, n
+}
+
 // newHandler returns the real handler over s, accepting token.
 func newHandler(s plantstore.Storage, opts ...httpapi.Option) http.Handler {
 	opts = append([]httpapi.Option{
@@ -150,16 +184,22 @@ func checkProtocolError(t *testing.T, err error, status int, write bool) {
 	checkSentinel(t, err, want)
 }
 
+// TestRoundTrip makes each call against the real handler, in each of
+// mounts: under a prefix, every call keeps it (and every next link, in
+// TestAllFollowsPages).
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			srv, _ := serve(t, newHandler(memstore.New(), mode.opts...))
-			c := newClient(t, srv.URL)
+	for _, m := range mounts() {
+		t.Run(m.name, func(t *testing.T) {
+			url, _ := serveAt(t, newHandler(memstore.New(), m.opts...), m)
+			c := newClient(t, url)
 			ctx := t.Context()
 
 			if err := c.Ping(ctx); err != nil {
 				t.Fatalf("Ping: %v", err)
+			}
+			for p, err := range c.All(ctx) {
+				t.Errorf("All on an empty store yielded %+v, %v", p, err)
 			}
 			created := []plantstore.NewPlant{
 				{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true},
@@ -210,6 +250,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCreateValidatesBeforeSending checks that a create of an invalid
+// plant, and a call with an ended context, send nothing.
 func TestCreateValidatesBeforeSending(t *testing.T) {
 	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
@@ -238,13 +280,21 @@ func TestCreateValidatesBeforeSending(t *testing.T) {
 			}
 		})
 	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create: %v, want context.Canceled", err)
+	}
+	if err := c.Ping(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ping: %v, want context.Canceled", err)
+	}
 	wantCount(t, requests, 0, "requests sent")
 }
 
 func TestAllFollowsPages(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
+	for _, m := range mounts() {
+		t.Run(m.name, func(t *testing.T) {
 			const stored = 2*plantstore.DefaultListLimit + 50
 			ms := memstore.New()
 			var want []plantstore.Plant
@@ -258,8 +308,8 @@ func TestAllFollowsPages(t *testing.T) {
 				}
 				want = append(want, p)
 			}
-			srv, requests := serve(t, newHandler(ms, mode.opts...))
-			c := newClient(t, srv.URL)
+			url, requests := serveAt(t, newHandler(ms, m.opts...), m)
+			c := newClient(t, url)
 
 			var got []plantstore.Plant
 			for p, err := range c.All(t.Context()) {
@@ -287,15 +337,6 @@ func TestAllFollowsPages(t *testing.T) {
 				t.Errorf("All stopped after 5 plants made %d requests, want 1", r)
 			}
 		})
-	}
-}
-
-func TestAllEmpty(t *testing.T) {
-	t.Parallel()
-	srv, _ := serve(t, newHandler(memstore.New()))
-	c := newClient(t, srv.URL)
-	for p, err := range c.All(t.Context()) {
-		t.Errorf("All on an empty store yielded %+v, %v", p, err)
 	}
 }
 
@@ -338,51 +379,6 @@ func TestAllRefusesBadLinks(t *testing.T) {
 			}
 			if n := requests.Load(); n > 2 {
 				t.Errorf("the server got %d requests, want at most 2", n)
-			}
-		})
-	}
-}
-
-// TestMountedUnderPrefix serves the handler under /api/, as a host server
-// would, and checks that every call and every next link keeps the prefix.
-func TestMountedUnderPrefix(t *testing.T) {
-	t.Parallel()
-	for _, base := range []string{"/api", "/api/"} {
-		t.Run(base, func(t *testing.T) {
-			mux := http.NewServeMux()
-			mux.Handle("/api/", http.StripPrefix("/api", newHandler(memstore.New())))
-			mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				t.Errorf("request outside the prefix: %s %s", r.Method, r.URL)
-				http.NotFound(w, r)
-			}))
-			srv, _ := serve(t, mux)
-			c := newClient(t, srv.URL+base)
-			ctx := t.Context()
-
-			if err := c.Ping(ctx); err != nil {
-				t.Fatalf("Ping: %v", err)
-			}
-			const n = plantstore.DefaultListLimit + 1
-			for i := range int64(n) {
-				if _, err := c.Create(ctx, plantstore.NewPlant{ID: i, Name: "p"}); err != nil {
-					t.Fatalf("Create: %v", err)
-				}
-			}
-			if _, err := c.Plant(ctx, 3); err != nil {
-				t.Errorf("Plant: %v", err)
-			}
-			count := 0
-			for _, err := range c.All(ctx) {
-				if err != nil {
-					t.Fatalf("All: %v", err)
-				}
-				count++
-			}
-			if count != n {
-				t.Errorf("All yielded %d plants, want %d", count, n)
-			}
-			if err := c.Delete(ctx, 3); err != nil {
-				t.Errorf("Delete: %v", err)
 			}
 		})
 	}
@@ -435,20 +431,4 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestContextEnded checks that a call with an ended context sends nothing.
-func TestContextEnded(t *testing.T) {
-	t.Parallel()
-	srv, requests := serve(t, newHandler(memstore.New()))
-	c := newClient(t, srv.URL)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := c.Create(ctx, plantstore.NewPlant{ID: 1, Name: "a"}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Create: %v, want context.Canceled", err)
-	}
-	if err := c.Ping(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Ping: %v, want context.Canceled", err)
-	}
-	wantCount(t, requests, 0, "requests sent")
 }

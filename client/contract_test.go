@@ -9,9 +9,8 @@ import (
 // TestAnswersOutsideContract answers each call with a success the
 // contract does not give it: POST /plants is answered 200 with a Plant,
 // GET /plants/{id} 200 with that plant, DELETE 204, GET /plants 200 with
-// an array of plants, GET /readyz 200.
-//
-// Most of its length is its table of cases; the checks are one loop.
+// an array of plants, GET /readyz 200; and with a status of the redirect
+// class that leads nowhere.
 func TestAnswersOutsideContract(t *testing.T) {
 	t.Parallel()
 	const plant = `{"id":1,"name":"Monstera"}`
@@ -53,6 +52,8 @@ func TestAnswersOutsideContract(t *testing.T) {
 		{name: "ping, 201", call: ping, status: 201},
 		{name: "ping, 202", call: ping, status: 202},
 		{name: "ping, 204", call: ping, status: 204},
+		{name: "read, 300", call: read, status: 300},
+		{name: "read, 304", call: read, status: 304},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

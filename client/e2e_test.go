@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"errors"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,22 +11,15 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// startBinary builds cmd/plantstore, starts it on a loopback port with
-// memory storage and the test token, and returns its URL.
-func startBinary(t *testing.T) string {
-	t.Helper()
-	bin := testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
-	return testkit.Start(t, bin, testkit.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
-}
-
-// TestAgainstBinary talks to the real plantstore binary over loopback:
-// the token from its environment, and its default status mode (an error
-// code in a 400). What the client does with each answer is tested over the
-// real handler in process (TestRoundTrip, TestErrorsFromServer,
-// TestAllFollowsPages).
+// TestAgainstBinary talks to the real plantstore binary over loopback,
+// with memory storage: the token from its environment, and its default
+// status mode (an error code in a 400). What the client does with each
+// answer is tested over the real handler in process (TestRoundTrip,
+// TestErrorsFromServer, TestAllFollowsPages).
 func TestAgainstBinary(t *testing.T) {
 	t.Parallel()
-	url := startBinary(t)
+	bin := testkit.Build(t, "github.com/plantstore/plantstore/cmd/plantstore")
+	url := testkit.Start(t, bin, testkit.Env("PLANTSTORE_TOKENS="+token), "-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "warn").URL
 	c, err := client.New(url, client.WithToken(token))
 	if err != nil {
 		t.Fatal(err)

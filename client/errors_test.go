@@ -78,8 +78,6 @@ var forbidding = httpapi.AuthenticatorFunc(func(*http.Request, string) error {
 
 // TestErrorsFromServer drives the real handler into each failure and
 // checks the error each call returns, in both status modes.
-//
-// Most of its length is its table of cases; the checks are one loop.
 func TestErrorsFromServer(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -212,8 +210,6 @@ func checkSentinel(t *testing.T, err, want error) {
 // TestErrorsWithoutBody answers as a proxy or load balancer would, with
 // a status and a page that is not an Error, and as a server of another
 // kind would, with JSON that is not an Error.
-//
-// Most of its length is its table of cases; the checks are one loop.
 func TestErrorsWithoutBody(t *testing.T) {
 	t.Parallel()
 	const page = "<html><body><h1>Bad things</h1></body></html>"

@@ -62,7 +62,8 @@ func FuzzNextLink(f *testing.F) {
 	})
 }
 
-// TestWait checks how a 503's Retry-After sets a wait.
+// TestWait checks how a 503's Retry-After sets a wait, and that its
+// random part is drawn up to half the wait.
 func TestWait(t *testing.T) {
 	t.Parallel()
 	unavailable := func(retryAfter string) error {
@@ -78,11 +79,14 @@ func TestWait(t *testing.T) {
 		drawn    int64 // what the jitter draws
 		err      error
 		want     time.Duration
+		bound    int64 // if not 0, what the jitter must draw below
 		reason   string
 	}{
 		{name: "drawn", maxDelay: time.Minute, drawn: int64(time.Second), err: unavailable(""), want: time.Second},
 		{name: "retry-after", maxDelay: time.Minute, drawn: 5, err: unavailable("3"), want: 3*time.Second + 5,
 			reason: "the server's wait, and a random part"},
+		{name: "retry-after, the largest draw", maxDelay: time.Minute, drawn: int64(2 * time.Second), err: unavailable("4"),
+			want: 6 * time.Second, bound: int64(2*time.Second) + 1},
 		{name: "retry-after not capped", maxDelay: 2 * time.Second, drawn: int64(time.Second), err: unavailable("3"),
 			want: 4 * time.Second, reason: "MaxDelay bounds the client's own backoff, not the server's Retry-After"},
 		{name: "retry-after, no cap", drawn: 0, err: unavailable("120"), want: 2 * time.Minute},
@@ -95,28 +99,17 @@ func TestWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var bound int64
 			c := &Client{
 				retry:  RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: tt.maxDelay},
-				jitter: func(int64) int64 { return tt.drawn },
+				jitter: func(n int64) int64 { bound = n; return tt.drawn },
 			}
 			if diff := cmp.Diff(tt.want, c.wait(1, tt.err)); diff != "" {
 				t.Errorf("wait mismatch (-want +got) %s:\n%s", tt.reason, diff)
 			}
+			if tt.bound != 0 && bound != tt.bound {
+				t.Errorf("jitter drawn below %d, want %d", bound, tt.bound)
+			}
 		})
-	}
-}
-
-// TestRetryAfterJitter checks that the random part of a Retry-After wait
-// is drawn up to half the wait.
-func TestRetryAfterJitter(t *testing.T) {
-	t.Parallel()
-	var bound int64
-	c := &Client{jitter: func(n int64) int64 { bound = n; return n - 1 }}
-	err := &Error{StatusCode: 503, Code: 503, header: http.Header{"Retry-After": {"4"}}}
-	if got, want := c.wait(1, err), 6*time.Second; got != want {
-		t.Errorf("wait with the largest draw = %v, want %v", got, want)
-	}
-	if want := int64(2*time.Second) + 1; bound != want {
-		t.Errorf("jitter drawn below %d, want %d", bound, want)
 	}
 }

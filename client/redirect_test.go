@@ -51,8 +51,6 @@ func followAll(req *http.Request, via []*http.Request) error {
 // origin or to the same one, and checks that nothing reaches where it
 // leads: not the token, not the body, not a request.
 //
-// Most of its length is its table of cases; the checks are one loop.
-//
 // It does not run in parallel: its clients use http.DefaultTransport,
 // whose idle connections every other test's httptest.Server closes when
 // it stops, breaking a request that was about to reuse one.
@@ -160,19 +158,5 @@ func TestRedirectsRefused(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestRedirectWithoutLocation answers with statuses of the redirect class
-// that lead nowhere.
-func TestRedirectWithoutLocation(t *testing.T) {
-	t.Parallel()
-	for _, status := range []int{http.StatusMultipleChoices, http.StatusNotModified} {
-		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			srv, requests := serveAnswer(t, status, "", "")
-			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
-			checkProtocolError(t, read(1)(t.Context(), c), status, false)
-			wantCount(t, requests, 1, "requests: another attempt would get the same answer")
-		})
 	}
 }

@@ -206,9 +206,10 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-// TestRetryUnknownOutcome checks that a create or delete whose outcome is
-// unknown is never repeated unless the caller opted in, and how a repeat
-// settles it when it did.
+// TestRetryUnknownOutcome checks which calls are repeated after which
+// answer: a create or delete whose outcome is unknown (an Error 504, a
+// gateway's 502, a connection lost after the request was sent) only when
+// the caller opted in, and how a repeat settles it then; a read always.
 func TestRetryUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	np := plantstore.NewPlant{ID: 1, Name: "Monstera", Tag: "indoor", HasTag: true}
@@ -224,14 +225,16 @@ func TestRetryUnknownOutcome(t *testing.T) {
 	}
 	tests := []struct {
 		name         string
-		exists       bool // np is stored before the call
+		front        func(t *testing.T, h http.Handler) http.Handler // in front of the handler
+		exists       bool                                            // np is stored before the call
 		creates      []step
 		deletes      []step
 		optIn        bool
 		call         op
 		wantRequests int64
-		wantIs       error // nil: the call succeeds
-		wantCode     int
+		wantIs       error // nil: the call succeeds, unless fails
+		fails        bool
+		wantCode     int // of the *client.Error, if not 0
 		wantStored   bool
 		reason       string
 	}{
@@ -256,6 +259,15 @@ func TestRetryUnknownOutcome(t *testing.T) {
 		{name: "create repeated, then unavailable", optIn: true, creates: []step{{err: errUnknown}, {err: errUnavailable}, {err: errUnavailable}},
 			call: createNP, wantRequests: 3, wantIs: plantstore.ErrOutcomeUnknown, wantCode: 504,
 			reason: "the first attempt may have stored it, whatever the later ones say"},
+		{name: "create through a gateway's 502", front: gateway(1), call: createNP, wantRequests: 1,
+			wantIs: plantstore.ErrOutcomeUnknown, wantCode: 502},
+		{name: "read through a gateway's 502s", front: gateway(2), exists: true, call: read(np.ID), wantRequests: 3, wantStored: true},
+		{name: "create, connection lost", front: hangUp, call: createNP, wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown,
+			reason: "the server may have stored it"},
+		{name: "delete, connection lost", front: hangUp, call: del(np.ID), wantRequests: 1, wantIs: plantstore.ErrOutcomeUnknown},
+		{name: "create repeated, connection lost", front: hangUp, optIn: true, call: createNP, wantRequests: 3,
+			wantIs: plantstore.ErrOutcomeUnknown},
+		{name: "read, connection lost", front: hangUp, call: read(np.ID), wantRequests: 3, fails: true, reason: "a read may be repeated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,17 +277,23 @@ func TestRetryUnknownOutcome(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			srv, requests := serve(t, newHandler(s))
-			c := newClient(t, srv.URL,
+			h := newHandler(s)
+			if tt.front != nil {
+				h = tt.front(t, h)
+			}
+			srv, requests := serve(t, h)
+			// Without keep-alives, net/http never repeats a request on a
+			// connection the server closed: every repeat is the client's.
+			c := newClient(t, srv.URL, client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}),
 				client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: tt.optIn}))
 
 			err := tt.call(t.Context(), c)
-			wantCount(t, requests, tt.wantRequests, "requests")
+			wantCount(t, requests, tt.wantRequests, "requests: "+tt.reason)
 			checkSentinel(t, err, tt.wantIs)
-			if tt.wantIs == nil && err != nil {
-				t.Fatalf("error %v, want none", err)
+			if fails := tt.wantIs != nil || tt.fails; fails != (err != nil) {
+				t.Fatalf("error %v, want one: %v", err, fails)
 			}
-			if tt.wantIs != nil {
+			if tt.wantCode != 0 {
 				if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != tt.wantCode {
 					t.Errorf("error %v, want a *client.Error with code %d", err, tt.wantCode)
 				}
@@ -288,8 +306,42 @@ func TestRetryUnknownOutcome(t *testing.T) {
 	}
 }
 
+// gateway returns a front that answers the first n requests with a
+// gateway's 502 page.
+func gateway(n int64) func(*testing.T, http.Handler) http.Handler {
+	var failures atomic.Int64
+	failures.Store(n)
+	return func(_ *testing.T, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failures.Add(-1) >= 0 {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusBadGateway)
+				io.WriteString(w, "<h1>502 Bad Gateway</h1>")
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// hangUp is a front that reads each request whole and then closes the
+// connection without answering.
+func hangUp(t *testing.T, _ http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	})
+}
+
 // TestRetryConnectionRefused checks that a request whose connection was
-// refused, which the server never saw, is repeated, create included.
+// refused, which the server never saw, is repeated, create included, and
+// fails with ErrUnavailable when every attempt is refused, with the
+// default transport too.
 func TestRetryConnectionRefused(t *testing.T) {
 	t.Parallel()
 	srv, requests := serve(t, newHandler(memstore.New()))
@@ -326,99 +378,10 @@ func TestRetryConnectionRefused(t *testing.T) {
 		t.Errorf("error %v does not keep the dial error", err)
 	}
 	wantCount(t, &dials, 3, "dials")
-}
 
-// TestNothingListening checks a client of an address where nothing
-// listens, with the default transport.
-func TestNothingListening(t *testing.T) {
-	t.Parallel()
-	c := newClient(t, "http://"+testkit.FreeAddr(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
-	err := c.Delete(t.Context(), 1)
-	checkSentinel(t, err, plantstore.ErrUnavailable)
-	err = c.Ping(t.Context())
-	checkSentinel(t, err, plantstore.ErrUnavailable)
-}
-
-// hangUp is a server that reads each request whole and then closes the
-// connection without answering.
-func hangUp(t *testing.T) (*http.Client, string, *atomic.Int64) {
-	t.Helper()
-	srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		conn.Close()
-	}))
-	transport := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	return &http.Client{Transport: transport}, srv.URL, requests
-}
-
-// TestRetryAfterRequestSent checks that a call whose connection failed
-// after the request was sent is repeated when it is a read, or a create
-// the caller opted in for, and is not otherwise.
-func TestRetryAfterRequestSent(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name         string
-		call         op
-		optIn        bool
-		wantIs       error
-		wantRequests int64
-		reason       string
-	}{
-		{"create", create(1, "a"), false, plantstore.ErrOutcomeUnknown, 1, "the server may have stored it"},
-		{"delete", del(1), false, plantstore.ErrOutcomeUnknown, 1, ""},
-		{"create opted in", create(1, "a"), true, plantstore.ErrOutcomeUnknown, 3, ""},
-		{"read", read(1), false, nil, 3, "a read may be repeated"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			hc, url, requests := hangUp(t)
-			c := newClient(t, url, client.WithHTTPClient(hc), client.WithRetry(client.RetryPolicy{MaxAttempts: 3, RetryUnknownOutcome: tt.optIn}))
-			err := tt.call(t.Context(), c)
-			if err == nil {
-				t.Fatal("the call succeeded against a server that never answers")
-			}
-			checkSentinel(t, err, tt.wantIs)
-			wantCount(t, requests, tt.wantRequests, "requests: "+tt.reason)
-		})
-	}
-}
-
-// TestRetryReadThroughGateway checks that a read answered 502 by a
-// gateway is repeated, and a create is not.
-func TestRetryReadThroughGateway(t *testing.T) {
-	t.Parallel()
-	ms := memstore.New()
-	if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	h := newHandler(ms)
-	var failures atomic.Int64
-	failures.Store(2)
-	srv, requests := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if failures.Add(-1) >= 0 {
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusBadGateway)
-			io.WriteString(w, "<h1>502 Bad Gateway</h1>")
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 3}))
-	if _, err := c.Plant(t.Context(), 1); err != nil {
-		t.Fatalf("Plant: %v", err)
-	}
-	wantCount(t, requests, 3, "requests")
-
-	failures.Store(1)
-	requests.Store(0)
-	_, err := c.Create(t.Context(), plantstore.NewPlant{ID: 2, Name: "b"})
-	checkSentinel(t, err, plantstore.ErrOutcomeUnknown)
-	wantCount(t, requests, 1, "requests")
+	c = newClient(t, "http://"+closed, client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
+	checkSentinel(t, c.Delete(t.Context(), 1), plantstore.ErrUnavailable)
+	checkSentinel(t, c.Ping(t.Context()), plantstore.ErrUnavailable)
 }
 
 // TestBackoffEndsWithContext cancels the context as the client starts an

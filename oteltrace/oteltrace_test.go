@@ -2,7 +2,6 @@ package oteltrace_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,12 +36,7 @@ func newProvider(t testing.TB) (*sdktrace.TracerProvider, *tracetest.SpanRecorde
 
 // openStore opens a Store on a new SQLite file with hooks.
 func openStore(t testing.TB, hooks sqlstore.Hooks) *sqlstore.Store {
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "plants.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s, err := sqlstore.Open(context.Background(), db, sqlstore.SQLite, sqlstore.WithHooks(hooks))
+	s, err := sqlstore.OpenSQLite(context.Background(), "sqlite", filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithHooks(hooks))
 	if err != nil {
 		t.Fatal(err)
 	}

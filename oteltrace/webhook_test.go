@@ -2,7 +2,6 @@ package oteltrace_test
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -37,8 +36,7 @@ func TestWebhookAttemptSpans(t *testing.T) {
 	}))
 	defer sub.Close()
 	mo := webhook.NewMemoryOutbox()
-	secret := []byte("whsec_" + base64.StdEncoding.EncodeToString([]byte("plantstore test key 0123456789ab")))
-	d, err := webhook.New(mo, []string{sub.URL + "/hook"}, secret, webhook.WithHooks(oteltrace.Webhooks(tp)),
+	d, err := webhook.New(mo, []string{sub.URL + "/hook"}, []byte(testkit.WebhookSecret), webhook.WithHooks(oteltrace.Webhooks(tp)),
 		webhook.WithBackoff(time.Millisecond, time.Millisecond), webhook.WithPollInterval(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

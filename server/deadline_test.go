@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -326,7 +327,7 @@ func TestUnboundedDeadlinesWarnBeyondLoopback(t *testing.T) {
 		{"0.0.0.0:0", server.DefaultTimeouts, "", 0},
 	} {
 		var logs testkit.Buffer
-		opts := []server.Option{server.WithLogger(newLogger(&logs)), server.WithReloadOn(nil), server.WithTimeouts(tt.timeouts)}
+		opts := []server.Option{server.WithLogger(testkit.NewLogger(&logs, slog.LevelInfo)), server.WithReloadOn(nil), server.WithTimeouts(tt.timeouts)}
 		if tt.metrics != "" {
 			opts = append(opts, server.WithMetrics(tt.metrics, http.NotFoundHandler()))
 		}

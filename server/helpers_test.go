@@ -19,19 +19,6 @@ import (
 // wait bounds every wait of these tests; none should come near it.
 const wait = 30 * time.Second
 
-// newLogger returns a logger writing text lines without their time to w,
-// so that tests can compare lines whole.
-func newLogger(w *testkit.Buffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
-
 // A running is a Server that Serve serves until stop, with what it
 // logged.
 type running struct {
@@ -48,7 +35,7 @@ type running struct {
 func listen(t *testing.T, opts ...server.Option) (*server.Server, *testkit.Buffer) {
 	t.Helper()
 	logs := &testkit.Buffer{}
-	opts = append([]server.Option{server.WithLogger(newLogger(logs)), server.WithReloadOn(nil)}, opts...)
+	opts = append([]server.Option{server.WithLogger(testkit.NewLogger(logs, slog.LevelInfo)), server.WithReloadOn(nil)}, opts...)
 	srv, err := server.Listen("127.0.0.1:0", opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,10 @@ func (f *fakeReload) reload() (bool, error) {
 // TestReloadLogsWhatChanged checks the lines a reload writes, byte for
 // byte as the plantstore binary has always written them: one error line
 // for each reload that kept its old value, then one line saying what
-// changed and what did not, with the attributes of what changed.
+// changed and what did not, with the attributes of what changed. And it
+// checks the stats of each thing reloaded: a failure counts, marks it
+// failing and keeps the time of its last success; a success, changed or
+// not, clears it and moves that time on.
 func TestReloadLogsWhatChanged(t *testing.T) {
 	t.Parallel()
 	tokens, secret := &fakeReload{}, &fakeReload{}
@@ -66,13 +69,23 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 		{name: "the secret changed", secretChg: true,
 			want: `level=INFO msg="configuration reloaded" changed="webhook secret" kept_after_error=none never=logged` + "\n"},
 	}
+	if st := srv.Stats().Reloaded; len(st) != 2 || st[0].Name != "tokens" || st[1].Name != "webhook secret" ||
+		st[0].LastSuccess.IsZero() || st[1].LastSuccess.IsZero() || st[0].Failing || st[1].Failing {
+		t.Fatalf("Stats().Reloaded at start = %+v, want tokens then webhook secret, loaded, none failing", st)
+	}
 	for i, step := range steps {
 		tokens.set(step.tokensChange, step.tokens)
 		secret.set(step.secretChg, step.secret)
-		before := len(srv.logs.String())
+		before, prev := len(srv.logs.String()), srv.Stats().Reloaded
 		srv.reloadOn(t, reload, i+1)
 		if diff := cmp.Diff(step.want, srv.logs.String()[before:]); diff != "" {
 			t.Errorf("%s: log lines (-want +got):\n%s", step.name, diff)
+		}
+		for j, r := range srv.Stats().Reloaded {
+			failed := []error{step.tokens, step.secret}[j] != nil
+			if r.Failing != failed || r.LastSuccess.Equal(prev[j].LastSuccess) != failed || r.LastSuccess.Before(prev[j].LastSuccess) {
+				t.Errorf("%s: %s = %+v, want failing: %v, and its last success, %v, moved on unless failing", step.name, r.Name, r, failed, prev[j].LastSuccess)
+			}
 		}
 	}
 	want := server.Stats{Reloads: 2, FailedReloads: 2, Reloaded: []server.ReloadedStats{
@@ -87,34 +100,6 @@ func TestReloadLogsWhatChanged(t *testing.T) {
 var cmpIgnoreTime = cmp.FilterPath(func(p cmp.Path) bool {
 	return p.String() == "LastReload" || p.String() == "Reloaded.LastSuccess"
 }, cmp.Ignore())
-
-// TestStatsOfEachReloaded checks the counts of each thing reloaded: a
-// failed reload of one counts a failure and marks it failing, keeping the
-// time of its last success, while the other succeeds; a good reload then
-// clears it and moves its time on.
-func TestStatsOfEachReloaded(t *testing.T) {
-	t.Parallel()
-	tokens, secret := &fakeReload{}, &fakeReload{}
-	srv, _ := listen(t, server.WithReload("tokens", tokens.reload, nil), server.WithReload("webhook secret", secret.reload, nil))
-	started := srv.Stats().Reloaded
-	if len(started) != 2 || started[0].Name != "tokens" || started[0].LastSuccess.IsZero() || started[0].Failing {
-		t.Fatalf("Stats().Reloaded at start = %+v, want tokens then webhook secret, loaded, none failing", started)
-	}
-	tokens.set(false, errors.New("token file tokens, line 3: not a valid bearer token"))
-	srv.Reload()
-	got := srv.Stats().Reloaded
-	if tk := got[0]; tk.Failures != 1 || !tk.Failing || !tk.LastSuccess.Equal(started[0].LastSuccess) {
-		t.Errorf("tokens after a failed reload = %+v, want 1 failure, failing, last success still the start's %v", tk, started[0].LastSuccess)
-	}
-	if ws := got[1]; ws.Failures != 0 || ws.Failing || !ws.LastSuccess.After(started[1].LastSuccess) {
-		t.Errorf("webhook secret after a good reload = %+v, want no failure and a later success", ws)
-	}
-	tokens.set(true, nil)
-	srv.Reload()
-	if tk := srv.Stats().Reloaded[0]; tk.Failures != 1 || tk.Failing || !tk.LastSuccess.After(started[0].LastSuccess) {
-		t.Errorf("tokens after a good reload = %+v, want 1 failure, not failing, a later success", tk)
-	}
-}
 
 // TestNoReloadAfterClose checks that Close waits for a reload under way,
 // so that nothing logs after it, and that Reload then does nothing.

@@ -3,6 +3,7 @@
 package server_test
 
 import (
+	"log/slog"
 	"net/http"
 	"syscall"
 	"testing"
@@ -19,7 +20,7 @@ import (
 func TestSIGHUPReloads(t *testing.T) {
 	tokens := &fakeReload{}
 	logs := &testkit.Buffer{}
-	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(newLogger(logs)), server.WithReload("tokens", tokens.reload, nil))
+	srv, err := server.Listen("127.0.0.1:0", server.WithLogger(testkit.NewLogger(logs, slog.LevelInfo)), server.WithReload("tokens", tokens.reload, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

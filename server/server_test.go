@@ -208,18 +208,32 @@ func TestCloseEndsServe(t *testing.T) {
 
 // TestPprofOnlyOnMetricsListener checks that WithPprof serves the profiles
 // on the metrics listener, beside the metrics handler, and never on the
-// main one, and that without it there are none.
+// main one, and that without it there are none. A CPU profile or a trace
+// asking for as many seconds as the write deadline, or more, is refused at
+// once with 400 and a line saying why, while a shorter one is served:
+// net/http/pprof would move the deadline itself.
 func TestPprofOnlyOnMetricsListener(t *testing.T) {
 	t.Parallel()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api") })
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })
 
-	srv := start(t, api, server.WithMetrics("127.0.0.1:0", mux), server.WithPprof())
+	srv := start(t, api, server.WithMetrics("127.0.0.1:0", mux), server.WithPprof(),
+		server.WithTimeouts(server.Timeouts{ReadHeader: time.Second, Read: time.Second, Handler: time.Second, Write: time.Second}))
 	metrics := "http://" + srv.MetricsAddr().String()
-	for _, path := range []string{"", "cmdline", "symbol", "goroutine?debug=1", "heap"} {
+	for _, path := range []string{"", "cmdline", "symbol", "goroutine?debug=1", "heap", "trace?seconds=0.1", "trace?seconds=x", "profile?seconds=1"} {
 		if code, body := get(t, metrics+server.PprofPath+path); code != 200 || body == "" {
 			t.Errorf("GET %s%s on the metrics listener = %d, want 200 and a profile", server.PprofPath, path, code)
+		}
+	}
+	for _, path := range []string{"profile?seconds=50", "profile?seconds=3", "profile", "profile?seconds=x",
+		"trace?seconds=3", "trace?seconds=2.999e9", "trace?seconds=Inf", "trace?seconds=NaN"} {
+		begin := time.Now()
+		if code, body := get(t, metrics+server.PprofPath+path); code != 400 || !strings.Contains(body, "write deadline of 3s") {
+			t.Errorf("GET %s = %d %q, want 400 naming the write deadline", path, code, body)
+		}
+		if d := time.Since(begin); d > 2*time.Second {
+			t.Errorf("GET %s took %v, want an answer at once", path, d)
 		}
 	}
 	if code, body := get(t, metrics+"/metrics"); code != 200 || body != "metrics" {
@@ -238,32 +252,6 @@ func TestPprofOnlyOnMetricsListener(t *testing.T) {
 	}
 	if without.Addr() == nil || without.MetricsAddr() == nil || start(t, api).MetricsAddr() != nil {
 		t.Errorf("MetricsAddr is nil exactly when WithMetrics is not given")
-	}
-}
-
-// TestPprofSecondsBeyondWriteDeadline checks that a CPU profile or a
-// trace asking for as many seconds as the write deadline, or more, is
-// refused at once with 400 and a line saying why, while a shorter one is
-// served: net/http/pprof would move the deadline itself.
-func TestPprofSecondsBeyondWriteDeadline(t *testing.T) {
-	t.Parallel()
-	srv := start(t, http.NotFoundHandler(), server.WithMetrics("127.0.0.1:0", http.NotFoundHandler()), server.WithPprof(),
-		server.WithTimeouts(server.Timeouts{ReadHeader: time.Second, Read: time.Second, Handler: time.Second, Write: time.Second}))
-	metrics := "http://" + srv.MetricsAddr().String() + server.PprofPath
-	for _, path := range []string{"profile?seconds=50", "profile?seconds=3", "profile", "profile?seconds=x",
-		"trace?seconds=3", "trace?seconds=2.999e9", "trace?seconds=Inf", "trace?seconds=NaN"} {
-		begin := time.Now()
-		if code, body := get(t, metrics+path); code != 400 || !strings.Contains(body, "write deadline of 3s") {
-			t.Errorf("GET %s = %d %q, want 400 naming the write deadline", path, code, body)
-		}
-		if d := time.Since(begin); d > 2*time.Second {
-			t.Errorf("GET %s took %v, want an answer at once", path, d)
-		}
-	}
-	for _, path := range []string{"trace?seconds=0.1", "trace?seconds=x", "profile?seconds=1"} {
-		if code, _ := get(t, metrics+path); code != 200 {
-			t.Errorf("GET %s = %d, want 200", path, code)
-		}
 	}
 }
 

@@ -90,7 +90,7 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 	t.Parallel()
 	const n, bound = 60, 10
 	rc, down := newDownReceiver(t)
-	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithOutboxMaxPending(bound))
+	s := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"), sqlstore.WithOutboxMaxPending(bound))
 	d, l, _ := start(t, s, []string{rc.url()})
 	createRange(t, notifying(s, d), 0, n)
 	testkit.WaitUntil(t, time.Minute, "the outbox to drop the events past its bound", func() bool {
@@ -112,7 +112,7 @@ func TestBoundedSQLOutboxWithADeadSubscriber(t *testing.T) {
 
 	down.Store(false)
 	testkit.WaitUntil(t, time.Minute, "the newest events to be delivered", func() bool { return pending(t, s) == 0 })
-	if diff := cmp.Diff(idRange(n-bound, n), rc.deliveredIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(n-bound, n), rc.ids(t, true)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
@@ -160,22 +160,26 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 		return float64(d.Stats().Abandoned) == 1
 	})
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
-	if diff := cmp.Diff(idRange(1, n), rc.deliveredIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(1, n), rc.ids(t, true)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
 	}
 }
 
 // TestSubscribersDownEndsWithRun checks that a subscriber down as Run
-// returns is no longer counted in plantstore_webhook_subscribers_down.
+// returns is no longer counted in plantstore_webhook_subscribers_down, and
+// that the statistics are logged at the interval set.
 func TestSubscribersDownEndsWithRun(t *testing.T) {
 	t.Parallel()
 	mo := webhook.NewMemoryOutbox()
-	d, l, stop := start(t, mo, []string{newReceiver(t, refuse).url()})
+	d, l, stop := start(t, mo, []string{newReceiver(t, refuse).url()}, webhook.WithStatsInterval(20*time.Millisecond))
 	createRange(t, newPlantStore(mo, d), 0, 20)
 	l.waitDown(t)
 	if got := float64(d.Stats().SubscribersDown); got != 1 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
 	}
+	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
+		return strings.Contains(l.String(), `msg="webhook: outbox" depth=20 delivered=0`)
+	})
 	stop()
 	if got := float64(d.Stats().SubscribersDown); got != 0 {
 		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)

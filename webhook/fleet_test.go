@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +25,7 @@ func TestDispatchersShareOutbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plants.db")
 	var pss []*plantstore.PlantStore
 	for range 2 {
-		s, _ := openSQLite(t, path)
+		s := openSQLite(t, path)
 		d, _, _ := start(t, s, []string{a.url(), b.url()})
 		pss = append(pss, notifying(s, d))
 	}
@@ -39,7 +38,7 @@ func TestDispatchersShareOutbox(t *testing.T) {
 		})
 	}
 	creates.Wait()
-	s, _ := openSQLite(t, path)
+	s := openSQLite(t, path)
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pending(t, s) == 0 })
 	for _, rc := range []*receiver{a, b} {
 		if attempts, _ := rc.stats(); !onceEach(n)(attempts) {
@@ -135,14 +134,4 @@ func TestStats(t *testing.T) {
 	if len(failingDelivered) != 0 {
 		t.Errorf("failing delivered %v, want nothing", failingDelivered)
 	}
-}
-
-func TestStatsLogged(t *testing.T) {
-	t.Parallel()
-	mo := webhook.NewMemoryOutbox()
-	d, l, _ := start(t, mo, []string{newReceiver(t, refuse).url()}, webhook.WithStatsInterval(20*time.Millisecond))
-	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
-		return strings.Contains(l.String(), `msg="webhook: outbox" depth=1 delivered=0`)
-	})
 }

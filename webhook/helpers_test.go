@@ -166,28 +166,15 @@ func (rc *receiver) waitDelivered(t *testing.T, n int) {
 	})
 }
 
-// plantIDs returns the plant ids of the bodies rc received, ascending.
-func (rc *receiver) plantIDs(t *testing.T) []int64 {
-	t.Helper()
-	return rc.ids(t, func(string) bool { return true })
-}
-
-// deliveredIDs returns the plant ids of the bodies rc answered with a
-// 2xx, ascending.
-func (rc *receiver) deliveredIDs(t *testing.T) []int64 {
-	t.Helper()
-	return rc.ids(t, func(id string) bool { return rc.delivered[id] > 0 })
-}
-
-// ids returns the plant ids of the bodies of the webhook-ids keep
-// accepts, ascending. keep is called with rc.mu held.
-func (rc *receiver) ids(t *testing.T, keep func(webhookID string) bool) []int64 {
+// ids returns the plant ids of the bodies rc received, ascending: of
+// those it answered with a 2xx only, when delivered is set.
+func (rc *receiver) ids(t *testing.T, delivered bool) []int64 {
 	t.Helper()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	ids := []int64{}
 	for id, b := range rc.bodies {
-		if !keep(id) {
+		if delivered && rc.delivered[id] == 0 {
 			continue
 		}
 		var p struct{ ID int64 }
@@ -232,7 +219,7 @@ func (l *logs) waitDown(t *testing.T) {
 // l, at debug level, and poll and back off quickly.
 func (l *logs) options(opts []webhook.Option) []webhook.Option {
 	return append([]webhook.Option{
-		webhook.WithLogger(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		webhook.WithLogger(testkit.NewLogger(l, slog.LevelDebug)),
 		webhook.WithPollInterval(20 * time.Millisecond),
 		webhook.WithBackoff(time.Millisecond, 10*time.Millisecond),
 	}, opts...)

@@ -56,7 +56,7 @@ func TestMemoryOutboxBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			mo := webhook.NewMemoryOutbox(append(tt.opts, webhook.WithDropLogger(slog.New(slog.NewTextHandler(&logs, nil))))...)
+			mo := webhook.NewMemoryOutbox(append(tt.opts, webhook.WithDropLogger(testkit.NewLogger(&logs, slog.LevelInfo)))...)
 			subs := []string{"a", "b"}
 			var seqs []int64
 			for i := range tt.fanOutFirst {

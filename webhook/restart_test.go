@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,27 +20,15 @@ import (
 )
 
 // openSQLite opens the Store with an outbox over the SQLite file at path,
-// closed at the end of the test or by close.
-func openSQLite(t *testing.T, path string, opts ...sqlstore.Option) (s *sqlstore.Store, close func()) {
+// closed at the end of the test.
+func openSQLite(t *testing.T, path string, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
-	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+	s, err := sqlstore.OpenSQLite(context.Background(), "sqlite", path, append([]sqlstore.Option{sqlstore.WithOutbox()}, opts...)...)
 	if err != nil {
-		t.Fatalf("sql.Open() = %v", err)
+		t.Fatalf("sqlstore.OpenSQLite() = %v", err)
 	}
-	s, err = sqlstore.Open(context.Background(), db, sqlstore.SQLite, append([]sqlstore.Option{sqlstore.WithOutbox()}, opts...)...)
-	if err != nil {
-		db.Close()
-		t.Fatalf("sqlstore.Open() = %v", err)
-	}
-	var closed atomic.Bool
-	close = func() {
-		if closed.CompareAndSwap(false, true) {
-			s.Close()
-			db.Close()
-		}
-	}
-	t.Cleanup(close)
-	return s, close
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func TestRestartRedeliversPending(t *testing.T) {
@@ -53,7 +40,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 
 	// The first process creates plants while the receiver is down, then
 	// stops before any is delivered.
-	s1, close1 := openSQLite(t, path)
+	s1 := openSQLite(t, path)
 	d1, _, stop1 := start(t, s1, subs)
 	ps := notifying(s1, d1)
 	for id := range int64(n) {
@@ -61,13 +48,13 @@ func TestRestartRedeliversPending(t *testing.T) {
 	}
 	rc.waitAttempted(t, n)
 	stop1()
-	close1()
+	s1.Close()
 	firstIDs, _ := rc.stats()
 
 	// The second process finds the events in the outbox and delivers them
 	// under the same webhook-ids.
 	down.Store(false)
-	s2, _ := openSQLite(t, path)
+	s2 := openSQLite(t, path)
 	if got := pending(t, s2); got != n {
 		t.Fatalf("after the restart %d events are pending, want %d", got, n)
 	}
@@ -83,7 +70,7 @@ func TestRestartRedeliversPending(t *testing.T) {
 			t.Errorf("webhook-id %s is new after the restart; want the ids of the first attempts, %v", id, firstIDs)
 		}
 	}
-	if diff := cmp.Diff(idRange(1, n+1), rc.plantIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(1, n+1), rc.ids(t, false)); diff != "" {
 		t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -96,7 +83,7 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	t.Parallel()
 	const n = 20
 	rc, open := newGateReceiver(t)
-	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
+	s := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	d1, _, stop1 := start(t, s, subs, webhook.WithLease(time.Hour), webhook.WithConcurrency(4))
 	createRange(t, notifying(s, d1), 0, n)
@@ -106,7 +93,7 @@ func TestRunHandsBackHeldDeliveries(t *testing.T) {
 	open()
 	start(t, s, subs, webhook.WithLease(time.Hour))
 	testkit.WaitUntil(t, time.Minute, "the second Dispatcher to deliver every event", func() bool { return pending(t, s) == 0 })
-	if diff := cmp.Diff(idRange(0, n), rc.deliveredIDs(t)); diff != "" {
+	if diff := cmp.Diff(idRange(0, n), rc.ids(t, true)); diff != "" {
 		t.Errorf("plants delivered (-want +got):\n%s", diff)
 	}
 }
@@ -136,7 +123,7 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 			const n, instance = 20, "plantstore host-1 10.0.0.1:8080"
 			rc, open := newGateReceiver(t)
 			dir := t.TempDir()
-			s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+			s := openSQLite(t, filepath.Join(dir, "plants.db"))
 			subs := []string{rc.url()}
 			opts := append(tt.opts(filepath.Join(dir, "run.lock")), webhook.WithInstance(instance), webhook.WithLease(time.Hour))
 			dying := &deadOutbox{Outbox: s}
@@ -153,7 +140,7 @@ func TestRestartTakesBackItsLeases(t *testing.T) {
 			if got := l.String(); !strings.Contains(got, "took back the deliveries this instance's previous run held") || !strings.Contains(got, tt.knownBy) {
 				t.Errorf("the restarted Dispatcher did not log that it took back its deliveries (%s):\n%s", tt.knownBy, got)
 			}
-			if diff := cmp.Diff(idRange(0, n), rc.plantIDs(t)); diff != "" {
+			if diff := cmp.Diff(idRange(0, n), rc.ids(t, false)); diff != "" {
 				t.Errorf("plant ids received mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -170,7 +157,7 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	t.Parallel()
 	const n, instance = 20, "plantstore twin [::]:8080"
 	rc, release := newGateReceiver(t)
-	s, _ := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
+	s := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 	subs := []string{rc.url()}
 	// Both on one run lock file, as on one host: the second cannot take it.
 	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(2 * time.Second), webhook.WithLease(time.Hour),
@@ -201,7 +188,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	const n, instance, heartbeat = 20, "plantstore twin [::]:8080", 2 * time.Second
 	rc, release := newGateReceiver(t)
 	path := filepath.Join(t.TempDir(), "plants.db")
-	s, _ := openSQLite(t, path)
+	s := openSQLite(t, path)
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +226,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 func TestRunLockRemovedAtCleanStop(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, _ := openSQLite(t, filepath.Join(dir, "plants.db"))
+	s := openSQLite(t, filepath.Join(dir, "plants.db"))
 	lock := filepath.Join(dir, "run.lock")
 	_, _, stop := start(t, s, []string{"http://127.0.0.1:1/hook"}, webhook.WithInstance("plantstore host-1 10.0.0.1:8080"), webhook.WithRunLock(lock))
 	testkit.WaitUntil(t, time.Minute, "the run lock file to name the run", func() bool {

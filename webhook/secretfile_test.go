@@ -49,7 +49,7 @@ func TestReadSecretFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			got, err := webhook.ReadSecretFile(tt.path, slog.New(slog.NewTextHandler(&logs, nil)))
+			got, err := webhook.ReadSecretFile(tt.path, testkit.NewLogger(&logs, slog.LevelInfo))
 			if tt.wantErr == nil {
 				if err != nil || string(got) != secret {
 					t.Fatalf("ReadSecretFile = %q, %v; want %q", got, err, secret)

@@ -43,9 +43,7 @@ func TestStartChoosesTheOutbox(t *testing.T) {
 			t.Parallel()
 			var storage plantstore.Storage = memstore.New()
 			if durable {
-				s, closeStore := openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
-				t.Cleanup(closeStore)
-				storage = s
+				storage = openSQLite(t, filepath.Join(t.TempDir(), "plants.db"))
 			}
 			rc := newReceiver(t, ok)
 			d, ps, l := startOn(t, storage, []string{rc.url()})
@@ -102,13 +100,14 @@ func TestStartBoundsTheMemoryOutbox(t *testing.T) {
 	}
 }
 
-// TestStop checks that Stop ends Run, that Run returns nil at once after
-// Stop, and that Stop may be called again.
+// TestStop checks that Stop ends Run, that Stop may be called again, that
+// Run then returns ErrRunning, as any second Run does, and that Run
+// returns nil at once after a Stop that came first.
 func TestStop(t *testing.T) {
 	t.Parallel()
 	mo := webhook.NewMemoryOutbox()
 	rc := newReceiver(t, ok)
-	d, err := webhook.New(mo, []string{rc.url()}, testSecret, webhook.WithLogger(slog.New(slog.NewTextHandler(newLogs(t), nil))))
+	d, err := webhook.New(mo, []string{rc.url()}, testSecret, webhook.WithLogger(testkit.NewLogger(newLogs(t), slog.LevelInfo)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +121,9 @@ func TestStop(t *testing.T) {
 		t.Errorf("Run() stopped by Stop = %v, want nil", err)
 	}
 	d.Stop()
+	if err := d.Run(context.Background()); !errors.Is(err, webhook.ErrRunning) {
+		t.Errorf("second Run() = %v, want ErrRunning", err)
+	}
 
 	stopped, err := webhook.New(mo, []string{rc.url()}, testSecret)
 	if err != nil {

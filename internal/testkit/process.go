@@ -5,7 +5,8 @@
 // (WaitUntil); it creates a plant and reads every plant a server holds
 // (Create, Plants); it GETs a URL, reads an Error's code and parses a
 // Prometheus scrape (Get, ErrorCode, Scrape); it counts log records by
-// message (Logged); it makes TLS certificates (CA); it reads the
+// message (Logged) and makes a logger whose lines compare whole
+// (NewLogger); it makes TLS certificates (CA); it reads the
 // process's CPU time for benchmarks (ProcessCPU); and it marks the long
 // scenarios, which run with PLANTSTORE_TEST_LONG=1 (Long), and runs a
 // package's tests more at a time than GOMAXPROCS (Main).
