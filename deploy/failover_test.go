@@ -124,7 +124,7 @@ func TestFailover(t *testing.T) {
 		}
 	}
 
-	stored := listAll(t, procs[0].URL)
+	stored := testkit.Plants(t, client, procs[0].URL, token)
 	var (
 		ok, lost, unavailable, unavailableKept, unknown, unknownKept int
 		firstOK                                                      = make([]time.Time, len(procs))

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,84 +16,63 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// TestFleetRestartsOneInstance restarts one instance with fleet.sh restart
-// while clients create plants through HAProxy, and checks that the
-// instance comes back on its port with a new process, that HAProxy takes it
-// back, that every acknowledged create is stored, and that no client saw a
-// failure (when fleet.sh could drain the instance in HAProxy first, with
-// socat; else only requests in flight during the restart may fail, as
-// outcome unknown).
+// TestMemoryFleet runs fleet.sh with its instances on memory storage, so
+// that HAProxy and the script are tested without a database.
 //
-// It is one piece: each step acts on what the steps before it left, on one set of processes.
-func TestFleetRestartsOneInstance(t *testing.T) {
+// "script settings": with no port set, fleet.sh picks free ones, prints
+// them and records HAProxy's address in $FLEET_DIR/url; a second start
+// reuses them; HAProxy's log keeps the first run's lines; and restart
+// refuses an instance the fleet does not have.
+//
+// The request ids: a request's X-Request-Id is the same in HAProxy's log,
+// in the instance's access log and in the answer: a client's own when
+// plantstore would keep it, else a UUID HAProxy makes; and HAProxy's own
+// answers carry one too (last: it stops the instances).
+func TestMemoryFleet(t *testing.T) {
 	t.Parallel()
-	testkit.Long(t, "restarts an instance of a fleet under load, draining it, about 30 s")
-	f := startFleet(t)
-	t.Cleanup(client.CloseIdleConnections)
-	before := f.pid(t, "ps2")
-
-	l := startLoad(t, []string{f.url}, loadOptions{workers: 8})
-	waitFor := func(what string, cond func() bool) { t.Helper(); testkit.WaitUntil(t, 90*time.Second, what, cond) }
-
-	l.waitAcked(t, 500, 90*time.Second)
-	restartStart := time.Now()
-	out := runScript(t, f.env, "restart", "ps2")
-	restartEnd := time.Now()
-	t.Logf("fleet.sh restart ps2 (%v): %s", restartEnd.Sub(restartStart).Round(time.Millisecond), strings.TrimSpace(out))
-	// Without socat, fleet.sh cannot drain the instance in HAProxy first:
-	// a request handed to it as it stops listening then fails, as outcome
-	// unknown.
-	drained := strings.Contains(out, "ps2 drained in HAProxy")
-	if !drained {
-		t.Logf("ps2 was not drained first: failures while it restarted are allowed")
-	}
-	if after := f.pid(t, "ps2"); after == before {
-		t.Errorf("ps2 has pid %d after the restart, as before it", after)
-	}
-	if want := "http://" + f.instances[1]; !strings.Contains(out, want) {
-		t.Errorf("fleet.sh restart ps2 printed %q, want it back on %s", out, want)
-	}
-	waitFor("HAProxy to take ps2 back", func() bool { return f.serverStatus(t)["ps2"] == "UP" })
-	upAgain := time.Since(restartStart)
-	l.waitAcked(t, 500, 90*time.Second)
-	l.halt()
-
-	stored := listAll(t, f.url)
-	var ok, failed int
-	outcomes := l.sent()
-	for _, o := range outcomes {
-		if o.err == nil && o.status == 200 {
-			ok++
-			if stored[o.id] != fmt.Sprint("plant-", o.id) {
-				t.Errorf("create %d was answered 200 but is not stored", o.id)
+	f := startFleet(t, "memory")
+	t.Run("script settings", func(t *testing.T) {
+		printed := fleetLine.FindStringSubmatch(f.started)
+		if printed[1] != f.url {
+			t.Errorf("fleet.sh start printed %s, and wrote %s in url", printed[1], f.url)
+		}
+		for _, addr := range append([]string{strings.TrimPrefix(f.url, "http://")}, printed[2:]...) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Errorf("nothing listens on %s, which fleet.sh start printed: %v", addr, err)
+				continue
 			}
-			continue
+			c.Close()
 		}
-		failed++
-		switch {
-		case drained:
-			// HAProxy sent ps2 nothing new once drained, and SIGTERM let it
-			// finish what it had.
-			t.Errorf("create %d failed (%d, error %d, %v; sent %v after the restart began), want none to fail",
-				o.id, o.status, o.code, o.err, o.start.Sub(restartStart).Round(time.Millisecond))
-		case o.end.Before(restartStart) || o.start.After(restartEnd):
-			t.Errorf("create %d failed (%d, error %d, %v) outside the restart", o.id, o.status, o.code, o.err)
-		case o.err == nil && o.code != 504:
-			t.Errorf("create %d = %d with error %d during the restart, want error 504 or a closed connection", o.id, o.status, o.code)
+		if id := requestID(t, f.url, "first-run"); id != "first-run" {
+			t.Fatalf("request id %q", id)
 		}
-	}
-	t.Logf("%d creates through HAProxy, %d acknowledged, %d failed; ps2 restarted in %v and UP in HAProxy %v after the restart began",
-		len(outcomes), ok, failed, restartEnd.Sub(restartStart).Round(time.Millisecond), upAgain.Round(time.Millisecond))
+		waitLogged(t, "HAProxy's log", `first-run$`, f.file("haproxy.log"))
 
-}
+		f.script(t, "stop")
+		again := f.script(t, "start")
+		if !strings.Contains(again, printed[0]) {
+			t.Errorf("the second start printed %q, want the first's ports again: %q", again, printed[0])
+		}
+		if id := requestID(t, f.url, "second-run"); id != "second-run" {
+			t.Fatalf("request id %q", id)
+		}
+		waitLogged(t, "HAProxy's log", `second-run$`, f.file("haproxy.log"))
+		b, err := os.ReadFile(f.file("haproxy.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log := string(b); !strings.Contains(log, "first-run") || strings.Count(log, "fleet.sh start: HAProxy on") != 2 {
+			t.Errorf("HAProxy's log after two runs:\n%s\nwant both runs' lines", log)
+		}
 
-// TestHAProxyRequestID checks that a request's X-Request-Id is the same in
-// HAProxy's log, in the instance's access log and in the answer: a client's
-// own when plantstore would keep it, else a UUID HAProxy makes; and that
-// HAProxy's own answers carry one too.
-func TestHAProxyRequestID(t *testing.T) {
-	t.Parallel()
-	f := startMemoryFleet(t)
+		c := exec.Command("./fleet.sh", "restart", "ps4")
+		c.Env = f.env
+		if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "no ps4") {
+			t.Errorf("fleet.sh restart ps4 in a fleet of three = %v, %q; want an error naming ps4", err, out)
+		}
+	})
+
 	tests := []struct {
 		name   string
 		sent   []string // X-Request-Id headers
@@ -110,7 +88,7 @@ func TestHAProxyRequestID(t *testing.T) {
 		{"127 bytes with commas", []string{strings.Repeat("a,", 63) + "a"}, true, "a comma is printable: the header is taken whole, not as a list"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run("request id/"+tt.name, func(t *testing.T) {
 			id := requestID(t, f.url, tt.sent...)
 			switch {
 			case tt.kept && id != tt.sent[0]:
@@ -124,7 +102,7 @@ func TestHAProxyRequestID(t *testing.T) {
 		})
 	}
 
-	t.Run("HAProxy's own answer", func(t *testing.T) {
+	t.Run("request id/HAProxy's own answer", func(t *testing.T) {
 		for _, name := range []string{"ps1", "ps2", "ps3"} {
 			if err := syscall.Kill(f.pid(t, name), syscall.SIGTERM); err != nil {
 				t.Fatal(err)
@@ -139,57 +117,6 @@ func TestHAProxyRequestID(t *testing.T) {
 		}
 		waitLogged(t, "HAProxy's log", ` 503 .*"GET /plants/1 HTTP/1.1" trace-nobody$`, f.file("haproxy.log"))
 	})
-}
-
-// TestFleetScriptSettings runs fleet.sh with no port set: it picks free
-// ones, prints them and records HAProxy's address in $FLEET_DIR/url; a
-// second start reuses them; HAProxy's log keeps the first run's lines; and
-// restart refuses an instance the fleet does not have.
-func TestFleetScriptSettings(t *testing.T) {
-	t.Parallel()
-	f := startMemoryFleet(t)
-	printed := regexp.MustCompile(`plantstore fleet: (http://\S+) -> ps1=(\S+) ps2=(\S+) ps3=(\S+);`).FindStringSubmatch(f.started)
-	if printed == nil {
-		t.Fatalf("fleet.sh start printed %q, want HAProxy's address and each instance's", f.started)
-	}
-	if printed[1] != f.url {
-		t.Errorf("fleet.sh start printed %s, and wrote %s in url", printed[1], f.url)
-	}
-	for _, addr := range append([]string{strings.TrimPrefix(f.url, "http://")}, printed[2:]...) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Errorf("nothing listens on %s, which fleet.sh start printed: %v", addr, err)
-			continue
-		}
-		c.Close()
-	}
-	if id := requestID(t, f.url, "first-run"); id != "first-run" {
-		t.Fatalf("request id %q", id)
-	}
-	waitLogged(t, "HAProxy's log", `first-run$`, f.file("haproxy.log"))
-
-	runScript(t, f.env, "stop")
-	again := runScript(t, f.env, "start")
-	if !strings.Contains(again, printed[0]) {
-		t.Errorf("the second start printed %q, want the first's ports again: %q", again, printed[0])
-	}
-	if id := requestID(t, f.url, "second-run"); id != "second-run" {
-		t.Fatalf("request id %q", id)
-	}
-	waitLogged(t, "HAProxy's log", `second-run$`, f.file("haproxy.log"))
-	b, err := os.ReadFile(f.file("haproxy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if log := string(b); !strings.Contains(log, "first-run") || strings.Count(log, "fleet.sh start: HAProxy on") != 2 {
-		t.Errorf("HAProxy's log after two runs:\n%s\nwant both runs' lines", log)
-	}
-
-	c := exec.Command("./fleet.sh", "restart", "ps4")
-	c.Env = f.env
-	if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "no ps4") {
-		t.Errorf("fleet.sh restart ps4 in a fleet of three = %v, %q; want an error naming ps4", err, out)
-	}
 }
 
 // uuid is the form of the request ids HAProxy makes.
@@ -214,58 +141,6 @@ func requestID(t *testing.T, url string, ids ...string) string {
 		t.Fatalf("the answer's X-Request-Id headers: %q, want one", got)
 	}
 	return got[0]
-}
-
-// A memoryFleet is a fleet.sh fleet whose instances keep plants in memory,
-// each its own: HAProxy and the script without a database.
-type memoryFleet struct {
-	*fleet
-	started string // what fleet.sh start printed
-}
-
-func (f *memoryFleet) file(name string) string { return filepath.Join(f.dir, name) }
-
-// startMemoryFleet runs fleet.sh start with FLEET_DB=memory and no port
-// set, so that the script picks them, and stops it when the test ends.
-func startMemoryFleet(t *testing.T) *memoryFleet {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts three plantstore processes and HAProxy; skipped in -short mode")
-	}
-	for _, prog := range []string{"haproxy", "curl"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("SKIPPING: %s is not installed (Debian: apt-get install %s; .ci/run installs haproxy)", prog, prog)
-		}
-	}
-	dir := t.TempDir()
-	bin := testkit.Build(t, "../cmd/plantstore")
-	f := &memoryFleet{fleet: &fleet{dir: dir, env: testkit.Env(
-		"FLEET_DIR="+dir,
-		"FLEET_DB=memory",
-		"FLEET_BIN="+bin,
-		"PLANTSTORE_TOKENS="+token,
-	)}}
-	t.Cleanup(func() { runScript(t, f.env, "stop") })
-	f.started = runScript(t, f.env, "start")
-	t.Logf("fleet.sh start: %s", strings.TrimSpace(f.started))
-	url, err := os.ReadFile(f.file("url"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.url = strings.TrimSpace(string(url))
-	return f
-}
-
-// runScript runs fleet.sh with args in env and returns its output.
-func runScript(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	c := exec.Command("./fleet.sh", args...)
-	c.Env = env
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("fleet.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // waitLogged waits until a line of one of files matches the regular

@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"database/sql"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/sqlstore"
 )
@@ -40,21 +43,51 @@ func createSpread(t *testing.T, procs []*testkit.Process, n int) []int64 {
 	return all
 }
 
+// newPostgresDatabase returns the URL of a database of its own (see
+// [testkit.PostgresDatabase]) and a connection to it.
+func newPostgresDatabase(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	dsn := testkit.PostgresDatabase(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
+// waitOutboxEmpty waits until no webhook event or delivery is left in the
+// database: from then on no duplicate delivery can still arrive.
+func waitOutboxEmpty(t *testing.T, db *sql.DB, limit time.Duration) {
+	t.Helper()
+	testkit.WaitUntil(t, limit, "the webhook outbox to empty", func() bool {
+		var events, deliveries int
+		err := db.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries)`).Scan(&events, &deliveries)
+		if err != nil {
+			t.Fatalf("read the outbox: %v", err)
+		}
+		return events == 0 && deliveries == 0
+	})
+}
+
 // TestFleetDeliversEachWebhookOnce runs instances with one subscriber on
-// one database, three on a PostgreSQL database and two on a SQLite file,
-// and checks that creates spread over them reach the subscriber once
+// one database, three on a PostgreSQL database, two on a SQLite file, and
+// two on a PostgreSQL database through PgBouncer 1.18 in transaction mode
+// with a plain URL, and checks that creates spread over them, 16 at a
+// time, are all acknowledged and stored, and reach the subscriber once
 // each: the instances share the outbox. (The library's
 // TestDispatchersShareOutbox and TestExpiredLeaseGoesToAnotherDispatcher
 // check the sharing and a lease left by a dead instance.)
 func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		instances int
-		open      func(t *testing.T) (string, *sql.DB)
+		name         string
+		instances, n int
+		long         string // why the case is long; "" for none
+		open         func(t *testing.T) (string, *sql.DB)
 	}{
-		{"postgres", 3, newPostgresDatabase},
-		{"sqlite", 2, func(t *testing.T) (string, *sql.DB) {
+		{"postgres", 3, 600, "", newPostgresDatabase},
+		{"sqlite", 2, 600, "", func(t *testing.T) (string, *sql.DB) {
 			path := filepath.Join(t.TempDir(), "plants.db")
 			db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
 			if err != nil {
@@ -63,21 +96,37 @@ func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 			t.Cleanup(func() { db.Close() })
 			return path, db
 		}},
+		{"pgbouncer", 2, 3000, "runs two instances under load through PgBouncer", func(t *testing.T) (string, *sql.DB) {
+			dsn, db := newPostgresDatabase(t)
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = pgtest.PgBouncer(t, u.Host)
+			return u.String(), db
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.long != "" {
+				testkit.Long(t, tt.long)
+			}
 			dsn, db := tt.open(t)
 			recv := newHookReceiver(t)
-			procs := startInstances(t, dsn, recv, tt.instances, t.TempDir())
-			const n = 600
-			ids := createSpread(t, procs, n)
+			dir := t.TempDir()
+			procs := startInstances(t, dsn, recv, tt.instances, dir)
+			ids := createSpread(t, procs, tt.n)
+			if t.Failed() {
+				t.Logf("the instances' logs say:\n%s", errorLines(dir, len(procs)))
+			}
+			lost := checkStored(t, procs[len(procs)-1].URL, ids)
 			waitOutboxEmpty(t, db, 2*time.Minute)
 			dups, deliveries := recv.duplicates()
 			missing := recv.undelivered(ids)
-			t.Logf("%d instances, %d creates: %d deliveries, %d duplicates, %d undelivered", tt.instances, n, deliveries, dups, len(missing))
+			t.Logf("%d instances, %d creates: %d lost; %d deliveries, %d duplicates, %d undelivered", tt.instances, tt.n, lost, deliveries, dups, len(missing))
 			if len(missing) != 0 || dups != 0 {
-				t.Errorf("%d of %d plants undelivered (e.g. %v), %d duplicate deliveries; want none, none", len(missing), n, missing[:min(len(missing), 10)], dups)
+				t.Errorf("%d of %d plants undelivered (e.g. %v), %d duplicate deliveries; want none, none", len(missing), tt.n, missing[:min(len(missing), 10)], dups)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,7 +242,7 @@ func send(url string, id int64) call {
 	return c
 }
 
-// A load drives creates of unique ids, counting up from 1, at a set of
+// A load drives creates of unique ids, counting up, at a set of
 // URLs from several goroutines, and records every call.
 type load struct {
 	urls     []string
@@ -272,13 +272,15 @@ type loadOptions struct {
 	pinned bool
 	// gap, if not nil, says how long a worker waits before each create
 	// to the URL of index i.
-	gap func(i int) time.Duration
+	gap  func(i int) time.Duration
+	from int64 // the ids of the creates count up from from+1
 }
 
 // startLoad starts opts.workers goroutines creating plants at urls; the
 // test's end halts them.
 func startLoad(t *testing.T, urls []string, opts loadOptions) *load {
 	l := &load{urls: urls, opts: opts, stop: make(chan struct{}), okSent: make([]time.Time, len(urls))}
+	l.next.Store(opts.from)
 	for w := range opts.workers {
 		l.wg.Go(func() { l.work(w) })
 	}
@@ -469,13 +471,8 @@ func (l *load) window(from, to time.Time) window {
 
 // codeCounts formats answers by code: "200×812 503×40 none×2 other×1".
 func codeCounts(m map[int]int) string {
-	var codes []int
-	for c := range m {
-		codes = append(codes, c)
-	}
-	sort.Ints(codes)
 	var parts []string
-	for _, c := range codes {
+	for _, c := range slices.Sorted(maps.Keys(m)) {
 		name := map[int]string{0: "none", -1: "other"}[c]
 		if name == "" {
 			name = fmt.Sprint(c)
@@ -492,7 +489,7 @@ func codeCounts(m map[int]int) string {
 // through the instance at url.
 func checkStored(t *testing.T, url string, ids []int64) (lost int) {
 	t.Helper()
-	stored := listAll(t, url)
+	stored := testkit.Plants(t, client, url, token)
 	for _, id := range ids {
 		if stored[id] != fmt.Sprint("plant-", id) {
 			lost++

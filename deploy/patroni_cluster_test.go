@@ -224,20 +224,25 @@ type member struct {
 // members asks the Patroni of any node that answers for the cluster's
 // members, and returns nil when none answers.
 func (c *patroniCluster) members() []member {
-	hc := &http.Client{Timeout: time.Second}
 	for _, n := range c.nodes {
-		resp, err := hc.Get("http://127.0.0.1:" + n.restPort + "/cluster")
-		if err != nil {
-			continue
-		}
 		var body struct{ Members []member }
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err == nil && resp.StatusCode == 200 {
+		if getJSON("http://127.0.0.1:"+n.restPort+"/cluster", time.Second, &body) {
 			return body.Members
 		}
 	}
 	return nil
+}
+
+// getJSON GETs url, waiting at most timeout, and tells whether it
+// answered 200 with a JSON body, which it decodes into v.
+func getJSON(url string, timeout time.Duration, v any) bool {
+	hc := &http.Client{Timeout: timeout}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v) == nil && resp.StatusCode == 200
 }
 
 // healthy tells whether all three nodes run, one as the leader, one as its
@@ -290,7 +295,9 @@ func (c *patroniCluster) waitHealthy(t *testing.T, limit time.Duration) {
 // into.
 func (c *patroniCluster) logTails(t *testing.T) {
 	for _, n := range c.nodes {
-		t.Logf("--- %s's Patroni log:\n%s", n.name, n.daemon().tail())
+		if d := n.daemon(); d != nil {
+			t.Logf("--- %s's Patroni log:\n%s", n.name, d.tail())
+		}
 	}
 	for _, d := range c.daemons {
 		t.Logf("--- %s's log:\n%s", d.name, d.tail())
@@ -311,9 +318,6 @@ type patroniCluster struct {
 // cluster needs is missing.
 func requirePatroniTools(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd, three PostgreSQL nodes under Patroni, HAProxy, PgBouncer and plantstore; skipped in -short mode")
-	}
 	for _, prog := range []string{"patroni", "patronictl", "etcd", "haproxy", "pgbouncer"} {
 		if _, err := exec.LookPath(sbin(prog)); err != nil {
 			t.Skipf("SKIPPING: %s is not installed (Debian: apt-get install patroni etcd-server etcd-client haproxy pgbouncer)", prog)
@@ -373,20 +377,33 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 		vars[strings.ToUpper(n.name)+"_REST_PORT"] = n.restPort
 		c.nodes = append(c.nodes, n)
 	}
-	c.startEtcd(t, vars)
-	for _, n := range c.nodes {
-		c.startNode(t, n, vars)
-	}
-	c.cfg = c.nodes[0].cfg
-	c.startHAProxy(t, vars)
-	c.startPgBouncer(t, vars, cred)
-	c.dbURL = fmt.Sprintf("postgres://plantstore:%s@127.0.0.1:%s/plants?sslmode=disable&connect_timeout=2",
-		vars["DB_PASSWORD"], vars["PGBOUNCER_PORT"])
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.logTails(t)
 		}
 	})
+	etcdHealth := "http://127.0.0.1:" + vars["ETCD_CLIENT_PORT"] + "/health"
+	c.startService(t, vars, "etcd.yml", nil, func() bool { return getJSON(etcdHealth, time.Second, &struct{}{}) }, "etcd", "--config-file", "%s")
+	for _, n := range c.nodes {
+		c.startNode(t, n, vars)
+	}
+	c.cfg = c.nodes[0].cfg
+	c.startService(t, vars, "haproxy.cfg", nil, func() bool {
+		if out, err := exec.Command(sbin("haproxy"), "-c", "-q", "-f", filepath.Join(c.dir, "haproxy.cfg")).CombinedOutput(); err != nil {
+			t.Fatalf("HAProxy refuses deploy/patroni/haproxy.cfg: %v\n%s", err, out)
+		}
+		return true
+	}, "haproxy", "-f", "%s")
+	render(t, "userlist.txt", filepath.Join(c.dir, "userlist.txt"), vars)
+	c.startService(t, vars, "pgbouncer.ini", cred, func() bool {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+vars["PGBOUNCER_PORT"])
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, "pgbouncer", "%s")
+	c.dbURL = fmt.Sprintf("postgres://plantstore:%s@127.0.0.1:%s/plants?sslmode=disable&connect_timeout=2",
+		vars["DB_PASSWORD"], vars["PGBOUNCER_PORT"])
 	c.waitHealthy(t, 3*time.Minute)
 	return c
 }
@@ -400,27 +417,6 @@ func chownPostgres(t *testing.T, path string, cred *syscall.Credential) {
 	if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startEtcd starts etcd and waits until it answers /health.
-func (c *patroniCluster) startEtcd(t *testing.T, vars map[string]string) {
-	t.Helper()
-	cfg := filepath.Join(c.dir, "etcd.yml")
-	render(t, "etcd.yml", cfg, vars)
-	d := startDaemon(t, "etcd", exec.Command("etcd", "--config-file", cfg), filepath.Join(c.dir, "etcd.log"))
-	c.daemons = append(c.daemons, d)
-	hc := &http.Client{Timeout: time.Second}
-	testkit.WaitUntil(t, time.Minute, "etcd to answer /health", func() bool {
-		if !d.alive() {
-			t.Fatalf("etcd exited:\n%s", d.tail())
-		}
-		resp, err := hc.Get("http://127.0.0.1:" + vars["ETCD_CLIENT_PORT"] + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
 }
 
 // startNode writes a node's Patroni configuration and starts its Patroni.
@@ -441,41 +437,27 @@ func (c *patroniCluster) startNode(t *testing.T, n *patroniNode, vars map[string
 	n.start(t)
 }
 
-// startHAProxy checks and starts HAProxy to the leader.
-func (c *patroniCluster) startHAProxy(t *testing.T, vars map[string]string) {
+// startService renders the template deploy/patroni/tmpl into the
+// cluster's directory and starts prog with args, "%s" standing for the
+// rendered file, as cred; then, with ready, it waits up to a minute for
+// ready to be true, failing the test if prog exits first.
+func (c *patroniCluster) startService(t *testing.T, vars map[string]string, tmpl string, cred *syscall.Credential, ready func() bool, prog string, args ...string) {
 	t.Helper()
-	cfg := filepath.Join(c.dir, "haproxy.cfg")
-	render(t, "haproxy.cfg", cfg, vars)
-	if out, err := exec.Command(sbin("haproxy"), "-c", "-q", "-f", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("HAProxy refuses deploy/patroni/haproxy.cfg: %v\n%s", err, out)
+	cfg := filepath.Join(c.dir, tmpl)
+	render(t, tmpl, cfg, vars)
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "%s", cfg)
 	}
-	c.daemons = append(c.daemons, startDaemon(t, "haproxy", exec.Command(sbin("haproxy"), "-f", cfg), filepath.Join(c.dir, "haproxy.log")))
-}
-
-// startPgBouncer starts PgBouncer and waits until it accepts connections.
-func (c *patroniCluster) startPgBouncer(t *testing.T, vars map[string]string, cred *syscall.Credential) {
-	t.Helper()
-	ini := filepath.Join(c.dir, "pgbouncer.ini")
-	render(t, "pgbouncer.ini", ini, vars)
-	render(t, "userlist.txt", filepath.Join(c.dir, "userlist.txt"), vars)
-	cmd := exec.Command(sbin("pgbouncer"), ini)
+	cmd := exec.Command(sbin(prog), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	d := startDaemon(t, "pgbouncer", cmd, filepath.Join(c.dir, "pgbouncer.out"))
+	d := startDaemon(t, prog, cmd, filepath.Join(c.dir, prog+".out"))
 	c.daemons = append(c.daemons, d)
-	defer func() {
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(c.dir, "pgbouncer.log"))
-			t.Logf("PgBouncer's output and log:\n%s\n%s", d.tail(), log)
-		}
-	}()
-	testkit.WaitUntil(t, time.Minute, "PgBouncer to accept connections", func() bool {
-		if !d.alive() {
-			t.Fatalf("PgBouncer exited")
-		}
-		conn, err := net.Dial("tcp", "127.0.0.1:"+vars["PGBOUNCER_PORT"])
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	})
+	if ready != nil {
+		testkit.WaitUntil(t, time.Minute, prog+" to be ready", func() bool {
+			if !d.alive() {
+				t.Fatalf("%s exited:\n%s", prog, d.tail())
+			}
+			return ready()
+		})
+	}
 }

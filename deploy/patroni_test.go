@@ -1,8 +1,6 @@
 package deploy_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -13,13 +11,13 @@ import (
 )
 
 // A fault is one way the leader fails: inject does it to the cluster's
-// leader, and back tells when the cluster has a leader again: a node
-// [patroniCluster.primary] finds, and not the one that failed (for a
-// postmaster killed, a new postmaster on any node will do).
+// leader. The cluster has a leader again when [patroniCluster.primary]
+// finds a node other than the one that failed, or, with newPostmaster, a
+// new postmaster on any node.
 type fault struct {
-	name   string
-	inject func(t *testing.T, c *patroniCluster, leader *patroniNode)
-	back   func(old *patroniNode, oldPostmaster int, now *patroniNode) bool
+	name          string
+	inject        func(t *testing.T, c *patroniCluster, leader *patroniNode)
+	newPostmaster bool
 }
 
 var faults = []fault{
@@ -32,7 +30,6 @@ var faults = []fault{
 			}
 			<-d.exited
 		},
-		back: func(old *patroniNode, _ int, now *patroniNode) bool { return now != old },
 	},
 	{
 		name: "patronictl switchover --force",
@@ -43,7 +40,6 @@ var faults = []fault{
 			}
 			t.Logf("patronictl switchover --leader %s --force: %s", leader.name, lastLine(string(out)))
 		},
-		back: func(old *patroniNode, _ int, now *patroniNode) bool { return now != old },
 	},
 	{
 		name: "kill -9 of the leader's postmaster",
@@ -56,10 +52,7 @@ var faults = []fault{
 				t.Fatal(err)
 			}
 		},
-		back: func(old *patroniNode, oldPM int, now *patroniNode) bool {
-			pm := now.postmasterPID()
-			return now != old || pm != 0 && pm != oldPM
-		},
+		newPostmaster: true,
 	},
 }
 
@@ -72,16 +65,9 @@ func lastLine(s string) string {
 // a role of primary (it holds the leader key and its PostgreSQL runs as
 // primary, not read-only), as HAProxy's check asks, or nil.
 func (c *patroniCluster) primary() *patroniNode {
-	hc := &http.Client{Timeout: 500 * time.Millisecond}
 	for _, n := range c.nodes {
-		resp, err := hc.Get("http://127.0.0.1:" + n.restPort + "/primary")
-		if err != nil {
-			continue
-		}
 		var body struct{ Role string }
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err == nil && resp.StatusCode == 200 && (body.Role == "master" || body.Role == "primary") {
+		if getJSON("http://127.0.0.1:"+n.restPort+"/primary", 500*time.Millisecond, &body) && (body.Role == "master" || body.Role == "primary") {
 			return n
 		}
 	}
@@ -117,8 +103,11 @@ func runFault(t *testing.T, c *patroniCluster, l *load, recv *hookReceiver, inst
 
 	var now *patroniNode
 	testkit.WaitUntil(t, 2*time.Minute, "a leader again after "+f.name, func() bool {
-		now = c.primary()
-		return now != nil && f.back(leader, oldPM, now)
+		if now = c.primary(); now == nil {
+			return false
+		}
+		pm := now.postmasterPID()
+		return now != leader || f.newPostmaster && pm != 0 && pm != oldPM
 	})
 	r := faultReport{fault: f, from: leader.name, to: now.name, leaderBack: time.Since(at)}
 	testkit.WaitUntil(t, 2*time.Minute, "every instance to acknowledge creates again", func() bool { return l.allAckSince(at.Add(r.leaderBack)) })

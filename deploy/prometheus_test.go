@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,7 +75,7 @@ func TestPrometheusRules(t *testing.T) {
 		used := map[string]bool{}
 		for _, q := range queries {
 			for _, ref := range q.references() {
-				fam, ok := families.sample(ref.name)
+				fam, ok := families.bySample[ref.name]
 				if !ok {
 					if !scraperMade[ref.name] {
 						t.Errorf("%s uses %s, which the server does not export", q.where, ref.name)
@@ -88,13 +89,13 @@ func TestPrometheusRules(t *testing.T) {
 					}
 					values, ok := fam.labels[m.label]
 					if !ok {
-						t.Errorf("%s selects %s by %s, a label it does not have (%s)", q.where, ref.name, m.label, keys(fam.labels))
+						t.Errorf("%s selects %s by %s, a label it does not have (%s)", q.where, ref.name, m.label, slices.Sorted(maps.Keys(fam.labels)))
 						continue
 					}
 					// Series of an Error code appear with its first answer, so
 					// a scrape need not show the codes an alert expects.
 					if m.op == "=" && m.value != "" && m.label != "error" && !values[m.value] {
-						t.Errorf("%s selects %s{%s=%q}, a value no series has (%s)", q.where, ref.name, m.label, m.value, keys(values))
+						t.Errorf("%s selects %s{%s=%q}, a value no series has (%s)", q.where, ref.name, m.label, m.value, slices.Sorted(maps.Keys(values)))
 					}
 				}
 			}
@@ -215,7 +216,7 @@ func dashboardQueries(t *testing.T) []query {
 		queries = append(queries, query{where: dashboardFile + ": variable " + v.Name, expr: q.Query, dashboard: true, variable: true})
 	}
 	if !variables["DS_PROMETHEUS"] || !variables["instance"] {
-		t.Errorf("%s: variables %v, want DS_PROMETHEUS and instance", dashboardFile, keys(variables))
+		t.Errorf("%s: variables %v, want DS_PROMETHEUS and instance", dashboardFile, slices.Sorted(maps.Keys(variables)))
 	}
 	ids := map[int]bool{}
 	for _, p := range d.Panels {
@@ -314,11 +315,6 @@ type families struct {
 	bySample map[string]*family
 }
 
-func (f families) sample(name string) (*family, bool) {
-	fam, ok := f.bySample[name]
-	return fam, ok
-}
-
 // scrapeServer starts the server on a SQLite file with a webhook
 // subscriber, so that the storage and webhook metrics are there too, sends
 // it a create, and returns what its /metrics shows.
@@ -378,14 +374,4 @@ func scrapeServer(t *testing.T) families {
 		}
 	}
 	return f
-}
-
-// keys returns m's keys, sorted, for messages.
-func keys[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

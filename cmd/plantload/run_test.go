@@ -235,14 +235,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 
 func TestPercentile(t *testing.T) {
 	sorted := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	tests := []struct {
-		p    int
-		want int
-	}{{p: 50, want: 5}, {p: 90, want: 9}, {p: 99, want: 10}, {p: 100, want: 10}, {p: 1, want: 1}}
-	for _, tt := range tests {
-		got := percentile(sorted, tt.p)
-		if got != tt.want {
-			t.Errorf("percentile(1..10, %d) = %d, want %d", tt.p, got, tt.want)
+	for p, want := range map[int]int{50: 5, 90: 9, 99: 10, 100: 10, 1: 1} {
+		if got := percentile(sorted, p); got != want {
+			t.Errorf("percentile(1..10, %d) = %d, want %d", p, got, want)
 		}
 	}
 }

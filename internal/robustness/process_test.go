@@ -25,7 +25,7 @@ type server struct {
 	t    *testing.T
 	name string
 	args []string
-	log  *tailBuffer // standard error of every run, the last part kept
+	log  *testkit.Buffer // standard error of every run
 
 	url   atomic.Pointer[string] // nil while the instance is down
 	mu    sync.Mutex
@@ -37,14 +37,14 @@ type server struct {
 // listens. The instance is killed when the test ends.
 func startServer(t *testing.T, name string, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, name: name, args: args, log: &tailBuffer{max: 4 << 10}}
+	s := &server{t: t, name: name, args: args, log: &testkit.Buffer{}}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		s.kill()
-		if t.Failed() {
-			t.Logf("%s's standard error, the end:\n%s", s.name, s.log)
+		if log := s.log.String(); t.Failed() {
+			t.Logf("%s's standard error, the end:\n%s", s.name, log[max(0, len(log)-4<<10):])
 		}
 	})
 	return s
@@ -90,33 +90,4 @@ func (s *server) kill() {
 	<-s.p.Exited()
 	s.p = nil
 	s.kills++
-}
-
-// restart kills the instance and starts it again.
-func (s *server) restart() error {
-	s.kill()
-	return s.start()
-}
-
-// A tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.b = append(b.b, p...)
-	if over := len(b.b) - b.max; over > 0 {
-		b.b = append(b.b[:0], b.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.b)
 }

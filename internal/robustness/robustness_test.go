@@ -141,7 +141,8 @@ func (r run) exec(t *testing.T) runResult {
 				}
 				s := r.servers[rng.IntN(len(r.servers))]
 				faultMu.Lock()
-				err := s.restart()
+				s.kill()
+				err := s.start()
 				faultMu.Unlock()
 				if err != nil {
 					t.Errorf("restarting %s after SIGKILL: %v", s.name, err)
