@@ -163,25 +163,3 @@ func TestBackupRestoreRefuse(t *testing.T) {
 		}
 	}
 }
-
-// TestBackupRestoreHelp checks that -h prints a command's usage and does
-// nothing else.
-func TestBackupRestoreHelp(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"backup", "-h", "-db", filepath.Join(dir, "plants.db")},
-		{"restore", "-h", "-db", filepath.Join(dir, "new.db")},
-	} {
-		var stdout, stderr testkit.Buffer
-		if err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
-			t.Errorf("run %v = %v, want nil", args, err)
-		}
-		if !strings.Contains(stderr.String(), "Usage: plantstore "+args[0]) || stdout.String() != "" {
-			t.Errorf("run %v wrote %q to stdout and %q to stderr, want only the usage, on stderr", args, stdout.String(), stderr.String())
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-		t.Errorf("-h left %v behind", entries)
-	}
-}

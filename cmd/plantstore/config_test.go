@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
-	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -133,56 +130,13 @@ func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
 	}
 }
 
-// TestBadVariableIsNamed checks that a run stopped by a bad value in a
-// variable says which variable to fix.
-func TestBadVariableIsNamed(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ name, value string }{
-		{"PLANTSTORE_MAX_BODY", "lots"},
-		{"PLANTSTORE_MAX_BODY", "-1"},
-		{"PLANTSTORE_LOG_LEVEL", "loud"},
-		{"PLANTSTORE_LOG_FORMAT", "xml"},
-		{"PLANTSTORE_DB", "mysql://x"},
-		{"PLANTSTORE_READ_TIMEOUT", "-1s"},
-		{"PLANTSTORE_WRITE_TIMEOUT", "soon"},
-		{"PLANTSTORE_SHUTDOWN_TIMEOUT", "-1s"},
-		{"PLANTSTORE_CONVENTIONAL_STATUS", "maybe"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
-			env := map[string]string{tt.name: tt.value}
-			var stdout, stderr testkit.Buffer
-			err := run(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &stderr)
-			if err == nil {
-				t.Fatal("run = nil, want an error")
-			}
-			if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != tt.name {
-				t.Errorf("run = %v, want a *flagError naming %s", err, tt.name)
-			}
-			if stdout.String() != "" {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-		})
-	}
-}
-
-func TestRunFlagBeatsVariable(t *testing.T) {
-	t.Parallel()
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-max-body", "100"}, map[string]string{
-		"PLANTSTORE_ADDR": "192.0.2.1:1", "PLANTSTORE_DB": "memory", "PLANTSTORE_TOKENS": "tok", "PLANTSTORE_MAX_BODY": "10"})
-	// 24 bytes: over the variable's limit, within the flag's.
-	if status, body := post(t, url, "tok", `{"id":1,"name":"Fern"} `); status != 200 {
-		t.Errorf("create of a 24-byte body with -max-body 100 and PLANTSTORE_MAX_BODY=10 = %d %s, want 200", status, body)
-	}
-}
-
+// TestHelp checks that -h prints the usage, which mentions every flag and
+// its variable, and -version the Go version (the rest is
+// TestProcessVersion's), on stdout, and that a command's -h prints the
+// command's usage on stderr; none does anything else.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr testkit.Buffer
-	if err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
-		t.Fatalf("run -h = %v, want nil", err)
-	}
-	help := stdout.String()
+	dir := t.TempDir()
 	want := []string{"Usage: plantstore", "PLANTSTORE_TOKENS", "PLANTSTORE_WEBHOOK_SECRET", "Examples:"}
 	o, _ := parseFlags(nil, func(string) string { return "" })
 	o.fs.VisitAll(func(f *flag.Flag) {
@@ -191,25 +145,35 @@ func TestHelp(t *testing.T) {
 			want = append(want, envName(f.Name))
 		}
 	})
-	for _, w := range want {
-		if !strings.Contains(help, w) {
-			t.Errorf("-h does not mention %s:\n%s", w, help)
+	for _, tt := range []struct {
+		args     []string
+		want     []string // in the usage
+		onStderr bool
+	}{
+		{[]string{"-h"}, want, false},
+		{[]string{"-version"}, []string{runtime.Version()}, false},
+		{[]string{"backup", "-h", "-db", filepath.Join(dir, "plants.db")}, []string{"Usage: plantstore backup"}, true},
+		{[]string{"restore", "-h", "-db", filepath.Join(dir, "new.db")}, []string{"Usage: plantstore restore"}, true},
+	} {
+		var stdout, stderr testkit.Buffer
+		if err := run(context.Background(), tt.args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Errorf("run %v = %v, want nil", tt.args, err)
+		}
+		usage, other := stdout.String(), stderr.String()
+		if tt.onStderr {
+			usage, other = other, usage
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(usage, w) {
+				t.Errorf("run %v does not mention %s:\n%s", tt.args, w, usage)
+			}
+		}
+		if other != "" {
+			t.Errorf("run %v wrote %q besides its usage", tt.args, other)
 		}
 	}
-	if stderr.String() != "" {
-		t.Errorf("-h wrote to stderr: %q", stderr.String())
-	}
-}
-
-func TestVersionInProcess(t *testing.T) {
-	t.Parallel()
-	var stdout, stderr testkit.Buffer
-	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
-		t.Fatalf("run -version = %v, want nil", err)
-	}
-	out := stdout.String()
-	if !strings.HasPrefix(out, "plantstore ") || !strings.Contains(out, runtime.Version()) {
-		t.Errorf("-version printed %q, want plantstore, the module version and %s", out, runtime.Version())
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("-h left %v behind", entries)
 	}
 }
 
@@ -230,61 +194,6 @@ func jsonLines(t *testing.T, logs string) []map[string]any {
 		lines = append(lines, m)
 	}
 	return lines
-}
-
-func TestRunLogsJSON(t *testing.T) {
-	t.Parallel()
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-log-format", "json"},
-		map[string]string{"PLANTSTORE_TOKENS": "tok"})
-	req, _ := http.NewRequest("POST", url+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
-	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", "json-log-test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if got := resp.Header.Get("X-Request-Id"); got != "json-log-test" {
-		t.Errorf("X-Request-Id = %q, want json-log-test", got)
-	}
-	resp, err = http.Get(url + "/nowhere")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	generated := resp.Header.Get("X-Request-Id")
-	if err := stop(); err != nil {
-		t.Fatalf("run = %v", err)
-	}
-
-	type access struct {
-		Path      string
-		Status    float64
-		Error     float64
-		RequestID string
-	}
-	var got []access
-	var msgs []string
-	for _, l := range jsonLines(t, stderr.String()) {
-		msgs = append(msgs, l["msg"].(string))
-		if l["msg"] == "request" {
-			a := access{Path: l["path"].(string), Status: l["status"].(float64), RequestID: l["request_id"].(string)}
-			if e, ok := l["error"].(float64); ok {
-				a.Error = e
-			}
-			got = append(got, a)
-		}
-	}
-	want := []access{{"/plants", 200, 0, "json-log-test"}, {"/nowhere", 400, 404, generated}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("access lines (-want +got):\n%s", diff)
-	}
-	// The last lines, written just before run returned, were flushed.
-	if len(msgs) == 0 || msgs[len(msgs)-1] != "plantstore stopped" {
-		t.Errorf("log messages %q, want the last to be \"plantstore stopped\"", msgs)
-	}
 }
 
 // TestVariablesAreSpelledOneWay checks that every PLANTSTORE_ variable
@@ -365,28 +274,5 @@ func TestUnknownVariables(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// TestWebhookSecretWithoutWebhook checks that a webhook secret file with no
-// -webhook to sign for is refused as a flag error, whether the file comes
-// from the command line or from its variable, rather than read and unused.
-func TestWebhookSecretWithoutWebhook(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		args []string
-		env  map[string]string
-	}{
-		{[]string{"-db", "memory", "-webhook-secret-file", "/dev/null"}, nil},
-		{[]string{"-db", "memory"}, map[string]string{"PLANTSTORE_WEBHOOK_SECRET_FILE": "/dev/null"}},
-	} {
-		_, err := parseFlags(c.args, func(k string) string { return c.env[k] })
-		fe, ok := errors.AsType[*flagError](err)
-		if !ok || fe.Flag != "webhook-secret-file" || !strings.Contains(err.Error(), "needs -webhook") {
-			t.Errorf("parseFlags(%q, %v) = %v, want a *flagError for -webhook-secret-file saying it needs -webhook", c.args, c.env, err)
-		}
-	}
-	if _, err := parseFlags([]string{"-db", "memory", "-webhook-secret-file", "/dev/null", "-webhook", "http://127.0.0.1:1/hook"}, func(string) string { return "" }); err != nil {
-		t.Errorf("parseFlags with -webhook too = %v, want nil", err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -186,9 +185,8 @@ func TestOutageLogIsBounded(t *testing.T) {
 		return testkit.Logged(p.Stderr.String(), "httpapi: storage unavailable") > 0
 	})
 	var lines int
-	sc := bufio.NewScanner(strings.NewReader(p.Stderr.String()))
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "level=WARN") || strings.Contains(sc.Text(), "level=ERROR") {
+	for l := range strings.Lines(p.Stderr.String()) {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
 			lines++
 		}
 	}

@@ -62,123 +62,86 @@ func listAll(t *testing.T, url string) map[int64]string {
 	return testkit.Plants(t, client, url, procToken)
 }
 
-// TestKilledProcessKeepsAcknowledgedPlants sends thousands of concurrent
-// creates to a server on a SQLite file, kills it with SIGKILL while they
-// are in flight, restarts it on the same file, and checks that every
-// acknowledged plant is there.
-func TestKilledProcessKeepsAcknowledgedPlants(t *testing.T) {
+// TestSignalUnderLoad sends thousands of concurrent creates to a server on
+// a SQLite file, signals it while they are in flight, restarts it on the
+// same file, and checks that every acknowledged plant is there and that
+// the restarted server creates. After SIGKILL, that is all; after SIGTERM,
+// every request also gets a complete response or a clean connection
+// error, and the process exits 0 within the drain timeout.
+func TestSignalUnderLoad(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "plants.db")
-	p := startProcess(t, "-db", db, "-log-level", "warn")
-
-	const workers, perWorker = 64, 100
-	var (
-		mu    sync.Mutex
-		acked = map[int64]string{}
-		sent  atomic.Int64
-		wg    sync.WaitGroup
-	)
-	killed := make(chan struct{})
-	for w := range workers {
-		wg.Go(func() {
-			for i := range perWorker {
-				id := int64(w*perWorker + i)
-				name := fmt.Sprint("plant-", id)
-				status, _, err := create(p.URL, id, name)
-				if sent.Add(1) == workers*perWorker/2 {
-					p.Cmd.Process.Signal(syscall.SIGKILL)
-					close(killed)
-				}
-				if err == nil && status == 200 {
-					mu.Lock()
-					acked[id] = name
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	<-killed
-	<-p.Exited()
-	if len(acked) < workers*perWorker/4 {
-		t.Fatalf("only %d creates were acknowledged before the kill; the test needs thousands", len(acked))
-	}
-
-	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.URL)
-	lost := 0
-	for id, name := range acked {
-		if stored[id] != name {
-			lost++
-		}
-	}
-	if lost > 0 {
-		t.Fatalf("%d of %d acknowledged plants were lost after SIGKILL", lost, len(acked))
-	}
-	t.Logf("%d creates acknowledged before SIGKILL, all kept (%d stored)", len(acked), len(stored))
-	if status, _, err := create(p2.URL, 1_000_000, "after restart"); err != nil || status != 200 {
-		t.Errorf("create after restart = %d, %v, want 200", status, err)
-	}
-}
-
-// TestShutdownUnderLoad sends SIGTERM in the middle of a load run: every
-// create that got a 200 is stored, every request gets a complete response
-// or a clean connection error, and the process exits 0.
-func TestShutdownUnderLoad(t *testing.T) {
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "plants.db")
-	p := startProcess(t, "-db", db, "-log-level", "warn", "-shutdown-timeout", "20s")
-	var (
-		mu    sync.Mutex
-		acked []int64
-		next  atomic.Int64
-		sent  atomic.Int64
-		stop  atomic.Bool
-		wg    sync.WaitGroup
-	)
-	for range 32 {
-		wg.Go(func() {
-			for !stop.Load() {
-				id := next.Add(1)
-				status, _, err := create(p.URL, id, fmt.Sprint("p", id))
-				if sent.Add(1) == 2000 {
-					p.Cmd.Process.Signal(syscall.SIGTERM)
-				}
-				switch {
-				case err != nil:
-					// A refused or closed connection once the server
-					// stops accepting: the client knows it got no answer.
-					if !isConnError(err) {
-						t.Errorf("create %d: %v, want a complete response or a clean connection error", id, err)
+	for _, tt := range []struct {
+		sig     syscall.Signal
+		workers int
+	}{{syscall.SIGKILL, 64}, {syscall.SIGTERM, 32}} {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			t.Parallel()
+			const signalAt = 3200 // creates sent
+			db := filepath.Join(t.TempDir(), "plants.db")
+			p := startProcess(t, "-db", db, "-log-level", "warn", "-shutdown-timeout", "20s")
+			var (
+				mu         sync.Mutex
+				acked      = map[int64]string{}
+				next, sent atomic.Int64
+				stop       atomic.Bool
+				wg         sync.WaitGroup
+			)
+			for range tt.workers {
+				wg.Go(func() {
+					for !stop.Load() {
+						id := next.Add(1)
+						name := fmt.Sprint("plant-", id)
+						status, _, err := create(p.URL, id, name)
+						if sent.Add(1) == signalAt {
+							p.Cmd.Process.Signal(tt.sig)
+						}
+						switch {
+						case err != nil:
+							// A refused or closed connection once the server
+							// stops accepting: the client knows it got no answer.
+							if tt.sig == syscall.SIGTERM && !isConnError(err) {
+								t.Errorf("create %d: %v, want a complete response or a clean connection error", id, err)
+							}
+							stop.Store(true)
+						case status == 200:
+							mu.Lock()
+							acked[id] = name
+							mu.Unlock()
+						case tt.sig == syscall.SIGTERM:
+							t.Errorf("create %d: status %d", id, status)
+						}
 					}
-					stop.Store(true)
-				case status == 200:
-					mu.Lock()
-					acked = append(acked, id)
-					mu.Unlock()
-				default:
-					t.Errorf("create %d: status %d", id, status)
+				})
+			}
+			wg.Wait()
+			select {
+			case <-p.Exited():
+				if tt.sig == syscall.SIGTERM && p.Err() != nil {
+					t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.Err(), p.Stderr)
 				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("plantstore did not exit within the drain timeout")
+			}
+			if len(acked) < signalAt/2 {
+				t.Fatalf("only %d creates were acknowledged before %v; the test needs thousands", len(acked), tt.sig)
+			}
+			p2 := startProcess(t, "-db", db, "-log-level", "warn")
+			stored := listAll(t, p2.URL)
+			lost := 0
+			for id, name := range acked {
+				if stored[id] != name {
+					lost++
+				}
+			}
+			if lost > 0 {
+				t.Fatalf("%d of %d acknowledged plants were lost after %v", lost, len(acked), tt.sig)
+			}
+			t.Logf("%d creates acknowledged around %v, all kept (%d stored)", len(acked), tt.sig, len(stored))
+			if status, _, err := create(p2.URL, 1_000_000, "after restart"); err != nil || status != 200 {
+				t.Errorf("create after restart = %d, %v, want 200", status, err)
 			}
 		})
 	}
-	wg.Wait()
-	select {
-	case <-p.Exited():
-		if p.Err() != nil {
-			t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", p.Err(), p.Stderr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("plantstore did not exit within the drain timeout")
-	}
-	p2 := startProcess(t, "-db", db, "-log-level", "warn")
-	stored := listAll(t, p2.URL)
-	for _, id := range acked {
-		if _, ok := stored[id]; !ok {
-			t.Errorf("acknowledged plant %d is not stored", id)
-		}
-	}
-	t.Logf("%d creates acknowledged around SIGTERM, all stored", len(acked))
 }
 
 // isConnError reports whether err is a connection refused, reset or closed
@@ -197,9 +160,10 @@ func isConnError(err error) bool {
 // TestProcessConfiguredByEnvironment starts the built binary configured
 // by variables alone, as main reads them, sends a create and a conflict,
 // and stops it with SIGTERM: it listens on PLANTSTORE_ADDR, answers the
-// conflict 409, writes an access line per request in JSON and exits 0.
-// What each variable sets is TestFlagsFromEnvironment's; the request ids
-// of the JSON access lines, TestRunLogsJSON's.
+// conflict 409, logs in JSON, with an access line per request, and exits
+// 0, its last line, "plantstore stopped", flushed first. What each
+// variable sets is TestFlagsFromEnvironment's; what an access line holds,
+// in JSON, httpapi's TestAccessLog.
 func TestProcessConfiguredByEnvironment(t *testing.T) {
 	t.Parallel()
 	addr := testkit.FreeAddr(t)
@@ -217,19 +181,20 @@ func TestProcessConfiguredByEnvironment(t *testing.T) {
 	if err := p.Stop(t); err != nil {
 		t.Fatalf("plantstore exited with %v after SIGTERM, want status 0\n%s", err, p.Stderr)
 	}
-	requests := 0
+	requests, last := 0, ""
 	for _, l := range jsonLines(t, p.Stderr.String()) {
 		if l["msg"] == "request" {
 			requests++
 		}
+		last, _ = l["msg"].(string)
 	}
-	if requests != 2 {
-		t.Errorf("%d JSON access lines, want 2:\n%s", requests, p.Stderr)
+	if requests != 2 || last != "plantstore stopped" {
+		t.Errorf("%d JSON access lines, the last line %q; want 2, and \"plantstore stopped\" last:\n%s", requests, last, p.Stderr)
 	}
 }
 
 // TestProcessVersion checks -version against what go version -m reads
-// from the same binary.
+// from the same binary: plantstore, the module versions and the revision.
 func TestProcessVersion(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
@@ -253,6 +218,9 @@ func TestProcessVersion(t *testing.T) {
 	}
 	if len(want) == 0 {
 		t.Fatalf("go version -m shows no module:\n%s", out)
+	}
+	if !strings.HasPrefix(stdout, "plantstore ") {
+		t.Errorf("-version printed %q, want it to begin with plantstore", stdout)
 	}
 	for _, w := range want {
 		if !strings.Contains(stdout, w) {

@@ -174,8 +174,10 @@ func TestIdleConnectionsDoNotStarveClients(t *testing.T) {
 }
 
 // TestTokensNeverLeak sends accepted, rejected and malformed credentials
-// to a server logging at debug level: no token appears in the log, on
-// standard output, or in any answer.
+// to a server logging at debug level, which accepts either token of
+// PLANTSTORE_TOKENS: no token appears in the log, on standard output, or
+// in any answer, and the access log has a line per request with its path
+// and Error code, and no body.
 //
 // It is one piece: every request it sends is then looked for in the one log.
 func TestTokensNeverLeak(t *testing.T) {
@@ -185,11 +187,17 @@ func TestTokensNeverLeak(t *testing.T) {
 		rand.Read(b)
 		return prefix + hex.EncodeToString(b)
 	}
-	good := random("accepted-")
+	good, second := random("accepted-"), random("second-")
 	rejected := random("rejected-")
 	url, stdout, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-log-level", "debug"},
-		map[string]string{"PLANTSTORE_TOKENS": good})
-	secrets := []string{good, rejected, good[len("accepted-"):], rejected[len("rejected-"):]}
+		map[string]string{"PLANTSTORE_TOKENS": good + ", " + second})
+	secrets := []string{good, second, rejected, good[len("accepted-"):], second[len("second-"):], rejected[len("rejected-"):]}
+	if status, body := post(t, url, second, `{"id":100,"name":"Monstera","tag":""}`); status != 200 || body != `{"name":"Monstera","tag":""}` {
+		t.Errorf("create = %d %s, want 200 {\"name\":\"Monstera\",\"tag\":\"\"}", status, body)
+	}
+	if status, body := post(t, url, good, `{"id":100,"name":"again"}`); status != 400 || !strings.Contains(body, `"error":409`) {
+		t.Errorf("conflicting create = %d %s, want 400 with error 409", status, body)
+	}
 
 	tests := []struct {
 		name   string
@@ -261,6 +269,9 @@ func TestTokensNeverLeak(t *testing.T) {
 	logs := stderr.String()
 	if !strings.Contains(logs, "level=DEBUG") || !strings.Contains(logs, "token rejected") {
 		t.Errorf("the debug log does not record the rejected tokens, so it was not checked:\n%s", logs)
+	}
+	if !strings.Contains(logs, "path=/plants") || !strings.Contains(logs, "error=409") || strings.Contains(logs, "Monstera") {
+		t.Errorf("the access log lacks a line per request with path and error code, or holds a body:\n%s", logs)
 	}
 	for _, s := range secrets {
 		if strings.Contains(logs, s) {

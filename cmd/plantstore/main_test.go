@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/server"
 )
@@ -78,77 +79,37 @@ func post(t *testing.T, url, token, body string) (int, string) {
 	return status, string(answer)
 }
 
-func TestRunServesOverLoopback(t *testing.T) {
-	t.Parallel()
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"},
-		map[string]string{"PLANTSTORE_TOKENS": "tok-a, tok-b"})
-	if status, body := post(t, url, "tok-b", `{"id":1,"name":"Monstera","tag":""}`); status != 200 || body != `{"name":"Monstera","tag":""}` {
-		t.Errorf("create = %d %s, want 200 {\"name\":\"Monstera\",\"tag\":\"\"}", status, body)
-	}
-	if status, body := post(t, url, "tok-a", `{"id":1,"name":"again"}`); status != 400 || !strings.Contains(body, `"error":409`) {
-		t.Errorf("conflicting create = %d %s, want 400 with error 409", status, body)
-	}
-	if status, body := post(t, url, "tok-c", `{"id":2,"name":"x"}`); status != 400 || !strings.Contains(body, `"error":401`) {
-		t.Errorf("unknown token = %d %s, want 400 with error 401", status, body)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("run after shutdown = %v, want nil", err)
-	}
-	logs := stderr.String()
-	for _, secret := range []string{"tok-a", "tok-b", "tok-c", "Monstera"} {
-		if strings.Contains(logs, secret) {
-			t.Errorf("the log holds %q: tokens and bodies must never be logged:\n%s", secret, logs)
-		}
-	}
-	if !strings.Contains(logs, "path=/plants") || !strings.Contains(logs, "error=409") {
-		t.Errorf("the access log lacks a line per request with path and error code:\n%s", logs)
-	}
-}
-
-// TestConventionalStatusFlag checks that -conventional-status reaches the
-// handler: a conflict is answered 409 rather than the contract's 400.
-func TestConventionalStatusFlag(t *testing.T) {
-	t.Parallel()
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-conventional-status"},
-		map[string]string{"PLANTSTORE_TOKENS": "tok"})
-	post(t, url, "tok", `{"id":1,"name":"x"}`)
-	if status, body := post(t, url, "tok", `{"id":1,"name":"x"}`); status != 409 || !strings.Contains(body, `"error":409`) {
-		t.Errorf("conflicting create with -conventional-status = %d %s, want 409 with error 409", status, body)
-	}
-}
-
-func TestRunGeneratesATokenWhenNoneIsConfigured(t *testing.T) {
-	t.Parallel()
-	url, stdout, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
-	var token string
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), "Authorization: Bearer "); ok {
-			token = tok
-		}
-	}
-	if len(token) < 32 {
-		t.Fatalf("no generated token printed; stdout:\n%s", stdout)
-	}
-	if status, body := post(t, url, token, `{"id":1,"name":"x"}`); status != 200 {
-		t.Errorf("create with the generated token = %d %s, want 200", status, body)
-	}
-}
-
+// TestRunRejectsBadFlags checks settings that stop run before it serves:
+// it returns an error, a *flagError naming the flag or the variable to fix
+// where there is one, having printed no token, created no database and
+// shown no secret of its settings (a -db's password, a token).
 func TestRunRejectsBadFlags(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
+	type badRun struct {
 		name     string
 		args     []string
-		wantErr  error  // matched with errors.Is; nil to check only wantFlag
+		env      map[string]string
+		wantErr  error  // matched with errors.Is; nil to check only the rest
 		wantFlag string // the flag a *flagError names; "" when none is wanted
-	}{
+		wantName string // how the *flagError names it: "-"+wantFlag when ""
+		wantText string // in the error
+		wantLog  string // in the log
+		secret   string // in neither the error, stdout nor the log
+	}
+	tests := []badRun{
 		{name: "unknown db form", args: []string{"-db", "mysql://x"}, wantErr: errDBForm},
 		{name: "bare word db", args: []string{"-db", "plants"}, wantErr: errDBForm},
 		{name: "extra argument", args: []string{"serve"}, wantErr: errBadArgs},
 		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: errBadArgs},
 		{name: "missing token file", args: []string{"-db", "memory", "-token-file", "/nonexistent/tokens"}, wantErr: fs.ErrNotExist},
+		{name: "token that does not parse", args: []string{"-db", "memory"}, env: map[string]string{"PLANTSTORE_TOKENS": "abc=def"},
+			wantErr: httpapi.ErrTokenSyntax, wantLog: "PLANTSTORE_TOKENS", secret: "abc=def"},
 		{name: "webhook without secret", args: []string{"-db", "memory", "-webhook", "http://127.0.0.1:1/hook"}, wantErr: errNoWebhookSecret},
 		{name: "webhook without secret, SQLite", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"}, wantErr: errNoWebhookSecret},
+		{name: "webhook secret file without webhook", args: []string{"-db", "memory", "-webhook-secret-file", "/dev/null"},
+			wantFlag: "webhook-secret-file", wantText: "needs -webhook"},
+		{name: "its variable without webhook", args: []string{"-db", "memory"}, env: map[string]string{"PLANTSTORE_WEBHOOK_SECRET_FILE": "/dev/null"},
+			wantFlag: "webhook-secret-file", wantName: "PLANTSTORE_WEBHOOK_SECRET_FILE", wantText: "needs -webhook"},
 		{name: "zero webhook lease", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-lease", "0s"}, wantErr: errNotPositive, wantFlag: "webhook-lease"},
 		{name: "negative shutdown timeout", args: []string{"-db", "memory", "-shutdown-timeout", "-5s"}, wantErr: errNegative, wantFlag: "shutdown-timeout"},
 		{name: "CORS origin with a path", args: []string{"-db", "memory", "-cors-origin", "https://app.example.com/"}, wantFlag: "cors-origin"},
@@ -156,6 +117,26 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{name: "metrics address without a port", args: []string{"-db", "DIR/plants.db", "-metrics-addr", "localhost"}, wantFlag: "metrics-addr"},
 		{name: "OTLP endpoint without a scheme", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "collector:4318"}, wantErr: errOTLPEndpoint, wantFlag: "otlp-endpoint"},
 		{name: "OTLP endpoint with a query", args: []string{"-db", "DIR/plants.db", "-otlp-endpoint", "http://collector:4318/?x=1"}, wantErr: errOTLPQuery, wantFlag: "otlp-endpoint"},
+	}
+	for _, f := range []string{"read-header-timeout", "read-timeout", "write-timeout", "idle-timeout"} {
+		tests = append(tests, badRun{name: "negative -" + f, args: []string{"-db", "memory", "-" + f, "-1s"}, wantErr: errNegative, wantFlag: f})
+	}
+	// A bad value in a variable names the variable.
+	for _, v := range [][2]string{
+		{"PLANTSTORE_MAX_BODY", "lots"}, {"PLANTSTORE_MAX_BODY", "-1"}, {"PLANTSTORE_LOG_LEVEL", "loud"},
+		{"PLANTSTORE_LOG_FORMAT", "xml"}, {"PLANTSTORE_DB", "mysql://x"}, {"PLANTSTORE_READ_TIMEOUT", "-1s"},
+		{"PLANTSTORE_WRITE_TIMEOUT", "soon"}, {"PLANTSTORE_SHUTDOWN_TIMEOUT", "-1s"}, {"PLANTSTORE_CONVENTIONAL_STATUS", "maybe"},
+	} {
+		tests = append(tests, badRun{name: v[0] + "=" + v[1], env: map[string]string{v[0]: v[1]}, wantName: v[0]})
+	}
+	// A -db that does not parse never shows its password, whatever its form.
+	for _, db := range []string{
+		"host=127.0.0.1 password=S3CRETPW", "postgres:/u:S3CRETPW@h/db", "postgres//u:S3CRETPW@h/db",
+		"postgres:u:S3CRETPW@h/db", "postgres:://u:S3CRETPW@h/db", "postgres://u:S3CRETPW@h:x/db",
+		"postgresql:u:S3CRETPW@h/db", "mysql://u:S3CRETPW@h/db",
+	} {
+		tests = append(tests, badRun{name: "-db " + db, args: []string{"-db", db}, secret: "S3CRETPW"},
+			badRun{name: "PLANTSTORE_DB=" + db, env: map[string]string{"PLANTSTORE_DB": db}, secret: "S3CRETPW"})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,20 +146,29 @@ func TestRunRejectsBadFlags(t *testing.T) {
 				args = append(args, strings.ReplaceAll(a, "DIR", dir))
 			}
 			var stdout, stderr testkit.Buffer
-			err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), func(string) string { return "" }, &stdout, &stderr)
+			err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), func(k string) string { return tt.env[k] }, &stdout, &stderr)
 			if err == nil {
 				t.Fatal("run = nil, want an error")
 			}
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("run = %v, want %v", err, tt.wantErr)
 			}
-			if tt.wantFlag != "" {
-				if fe, ok := errors.AsType[*flagError](err); !ok || fe.Flag != tt.wantFlag || fe.Name != "-"+tt.wantFlag {
-					t.Errorf("run = %v, want a *flagError for -%s", err, tt.wantFlag)
+			if name := tt.wantName; name != "" || tt.wantFlag != "" {
+				if name == "" {
+					name = "-" + tt.wantFlag
+				}
+				if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != name || tt.wantFlag != "" && fe.Flag != tt.wantFlag {
+					t.Errorf("run = %v, want a *flagError for %s", err, name)
 				}
 			}
-			// A run that fails on its settings has printed no token and
-			// created no database.
+			if !strings.Contains(err.Error(), tt.wantText) || !strings.Contains(stderr.String(), tt.wantLog) {
+				t.Errorf("run = %v, logging %q; want the error to say %q and the log %q", err, stderr.String(), tt.wantText, tt.wantLog)
+			}
+			for _, out := range []string{err.Error(), stdout.String(), stderr.String()} {
+				if tt.secret != "" && strings.Contains(out, tt.secret) {
+					t.Errorf("run shows %q: %s", tt.secret, out)
+				}
+			}
 			if stdout.String() != "" {
 				t.Errorf("stdout = %q, want nothing", stdout.String())
 			}
@@ -189,20 +179,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// TestTimeoutFlags checks what the flags make of the server's deadlines,
+// with -db-timeout as the handler's; server's TestDeadlinesInNetHTTPTerms
+// shows what these rows make of the http.Server: write deadlines of 45 s,
+// 9 s, none and none, and a zero idle timeout as none.
 func TestTimeoutFlags(t *testing.T) {
 	t.Parallel()
-	for _, flag := range []string{"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout"} {
-		args := []string{flag, "-1s", "-addr", "127.0.0.1:0", "-db", "memory"}
-		err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard)
-		if fe, ok := errors.AsType[*flagError](err); !ok || fe.Name != flag || !errors.Is(err, errNegative) {
-			t.Errorf("run %v = %v, want a *flagError saying %s must not be negative", args, err, flag)
-		}
-	}
-
-	// What the flags make of the server's deadlines, with -db-timeout as
-	// the handler's; server's TestDeadlinesInNetHTTPTerms shows what these
-	// rows make of the http.Server: write deadlines of 45 s, 9 s, none and
-	// none, and a zero idle timeout as none.
 	tests := []struct {
 		args []string
 		want server.Timeouts
@@ -225,29 +207,62 @@ func TestTimeoutFlags(t *testing.T) {
 			t.Errorf("flags %v: the server's timeouts (-want +got):\n%s", tt.args, diff)
 		}
 	}
-
-	// With no deadline at all, the server still serves.
-	url := startServer(t, "-db", "memory", "-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0")
-	if status, body := post(t, url, procToken, `{"id":1,"name":"x"}`); status != 200 {
-		t.Errorf("create without deadlines = %d %s, want 200", status, body)
-	}
 }
 
-// TestTokenFile checks that -token-file reaches the handler, and its
-// warning the binary's log, without the token. What a token file may hold
-// is httpapi's TestTokenFileReload; when it warns,
-// TestTokenFileWarnsOfASharedFile.
-func TestTokenFile(t *testing.T) {
+// TestFlagsReachTheHandler starts run with a flag of each kind the handler
+// takes and every deadline off. The token file's token creates, and the
+// file's mode is warned of in the log, without the token; -max-body beats
+// its variable, and -addr PLANTSTORE_ADDR; a conflict is answered 409
+// (-conventional-status) rather than the contract's 400; a preflight from
+// one -cors-origin and a request from the other are allowed; -docs=false
+// leaves /docs error 404; and without deadlines the server still serves.
+// What a token file may hold is httpapi's TestTokenFileReload, when it
+// warns TestTokenFileWarnsOfASharedFile; CORS for other origins, httpapi's
+// TestCORS; the docs page, apidocs' tests; the served docs, TestProbe.
+func TestFlagsReachTheHandler(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte("file-token\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-token-file", file}, nil)
-	if status, body := post(t, url, "file-token", `{"id":1,"name":"x"}`); status != 200 {
-		t.Errorf("create with the file's token = %d %s, want 200", status, body)
+	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-token-file", file, "-max-body", "100",
+		"-conventional-status", "-cors-origin", "https://app.example.com", "-cors-origin", "http://localhost:3000", "-docs=false",
+		"-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0"},
+		map[string]string{"PLANTSTORE_ADDR": "192.0.2.1:1", "PLANTSTORE_DB": "memory", "PLANTSTORE_MAX_BODY": "10"})
+	// 24 bytes: over the variable's limit, within the flag's.
+	if status, body := post(t, url, "file-token", `{"id":1,"name":"Fern"} `); status != 200 {
+		t.Errorf("create of a 24-byte body with the file's token, -max-body 100 and PLANTSTORE_MAX_BODY=10 = %d %s, want 200", status, body)
 	}
-	stop()
+	if status, body := post(t, url, "file-token", `{"id":1,"name":"Fern"}`); status != 409 || !strings.Contains(body, `"error":409`) {
+		t.Errorf("conflicting create with -conventional-status = %d %s, want 409 with error 409", status, body)
+	}
+	for _, c := range []struct{ method, origin, token, want string }{
+		{"OPTIONS", "http://localhost:3000", "", "204 http://localhost:3000 GET, HEAD, OPTIONS, POST"},
+		{"GET", "https://app.example.com", "file-token", "200 https://app.example.com "},
+	} {
+		req, _ := http.NewRequest(c.method, url+"/plants", nil)
+		req.Header.Set("Origin", c.origin)
+		if c.method == "OPTIONS" {
+			req.Header.Set("Access-Control-Request-Method", "GET")
+		} else {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// The status, Access-Control-Allow-Origin and Allow.
+		if got := fmt.Sprint(resp.StatusCode, " ", resp.Header.Get("Access-Control-Allow-Origin"), " ", resp.Header.Get("Allow")); got != c.want {
+			t.Errorf("%s /plants from %s = %q, want %q", c.method, c.origin, got, c.want)
+		}
+	}
+	if got := getCode(t, url+"/docs", ""); got != 404 {
+		t.Errorf("-docs=false: GET /docs = %d, want the Error 404", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run after shutdown = %v, want nil", err)
+	}
 	if testkit.Logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
 		t.Errorf("no warning about the token file's mode:\n%s", stderr)
 	}
@@ -295,69 +310,6 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("run %v left %v behind", args, entries)
-		}
-	}
-}
-
-// TestDocsFlag checks that the binary serves the API's reference at /docs
-// without a token, and that -docs=false leaves /docs error 404. The page
-// and its Content-Security-Policy are apidocs' tests'; a variable setting
-// a flag, and a flag beating it, TestFlagsFromEnvironment's.
-func TestDocsFlag(t *testing.T) {
-	for _, docs := range []bool{true, false} {
-		url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-docs=" + strconv.FormatBool(docs)},
-			map[string]string{"PLANTSTORE_TOKENS": "tok"})
-		status, _, body, err := testkit.Get(http.DefaultClient, url+"/docs", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if served := status == 200 && strings.Contains(string(body), "Plant Store API reference"); served != docs {
-			t.Errorf("-docs=%v: GET /docs without a token = %d, %d bytes; want the page served %v", docs, status, len(body), docs)
-		}
-		if !docs && !strings.Contains(string(body), `"error":404`) {
-			t.Errorf("-docs=false: GET /docs = %s, want the Error 404", body)
-		}
-	}
-}
-
-// TestMalformedDBHidesPassword checks that a -db (or PLANTSTORE_DB) that
-// does not parse is refused with an error, and a log, that never hold its
-// password, whatever its form.
-func TestMalformedDBHidesPassword(t *testing.T) {
-	t.Parallel()
-	for _, db := range []string{
-		"host=127.0.0.1 password=S3CRETPW",
-		"postgres:/u:S3CRETPW@h/db",
-		"postgres//u:S3CRETPW@h/db",
-		"postgres:u:S3CRETPW@h/db",
-		"postgres:://u:S3CRETPW@h/db",
-		"postgres://u:S3CRETPW@h:x/db",
-		"postgresql:u:S3CRETPW@h/db",
-		"mysql://u:S3CRETPW@h/db",
-	} {
-		for _, viaEnv := range []bool{false, true} {
-			args := []string{"-addr", "127.0.0.1:0", "-db", db}
-			getenv := func(string) string { return "" }
-			if viaEnv {
-				args = []string{"-addr", "127.0.0.1:0"}
-				getenv = func(k string) string {
-					if k == "PLANTSTORE_DB" {
-						return db
-					}
-					return ""
-				}
-			}
-			var stdout, stderr testkit.Buffer
-			err := run(context.Background(), args, getenv, &stdout, &stderr)
-			if err == nil {
-				t.Errorf("run with -db %q (from the environment: %v) = nil, want an error", db, viaEnv)
-				continue
-			}
-			for _, out := range []string{err.Error(), stdout.String(), stderr.String()} {
-				if strings.Contains(out, "S3CRETPW") {
-					t.Errorf("run with -db %q (from the environment: %v) shows the password: %s", db, viaEnv, out)
-				}
-			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,14 +11,24 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// TestProbe runs the binary's -probe against a server run started, as a
-// container's health check does, with the server's address given as a
-// flag or, as in the image, in PLANTSTORE_ADDR. An answer other than 200
-// failing the probe is server's TestProbe; -probe /healthz over HTTPS,
-// TestSIGHUPReloadsTheFiles'.
+// TestProbe starts run with no token configured: it prints a token it
+// generated, which creates, and serves the API's reference at /docs
+// without a token (what the page holds is apidocs' tests'). Then it runs
+// the binary's -probe against it, as a container's health check does, with
+// the server's address given as a flag or, as in the image, in
+// PLANTSTORE_ADDR. An answer other than 200 failing the probe is server's
+// TestProbe; -probe /healthz over HTTPS, TestSIGHUPReloadsTheFiles'.
 func TestProbe(t *testing.T) {
 	t.Parallel()
-	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
+	url, stdout, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", "memory"}, nil)
+	token := servedAt(t, stdout.String(), "Authorization: Bearer ")
+	if status, body := post(t, url, token, `{"id":1,"name":"x"}`); len(token) < 32 || status != 200 {
+		t.Errorf("create with the generated token %q = %d %s, want 200", token, status, body)
+	}
+	status, _, body, err := testkit.Get(http.DefaultClient, url+"/docs", "")
+	if err != nil || status != 200 || !strings.Contains(string(body), "Plant Store API reference") {
+		t.Errorf("GET /docs without a token = %d, %d bytes, %v; want the page", status, len(body), err)
+	}
 	addr := strings.TrimPrefix(url, "http://")
 	_, port, _ := net.SplitHostPort(addr)
 	closed := func() string {

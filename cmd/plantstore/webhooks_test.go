@@ -16,24 +16,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
 
 // TestRunDeliversWebhooks creates plants through run on a SQLite file and
-// checks that a subscriber receives each one once, signed, over loopback,
-// and that /metrics counts the deliveries and shows the outbox empty once
-// they are done. The memory outbox delivers in
-// TestDrainedCreatesAreDelivered and TestSIGHUPReloadsTheFiles; what a
-// payload holds is webhook's TestPayload.
+// checks that a subscriber receives each one, signed with
+// PLANTSTORE_WEBHOOK_SECRET, over loopback, and that /metrics counts the
+// deliveries and shows the outbox empty once they are done. The memory
+// outbox delivers in TestDrainedCreatesAreDelivered and
+// TestSIGHUPReloadsTheFiles; what a payload holds, and each delivered
+// once, are webhook's TestPayload and TestDeliver.
 func TestRunDeliversWebhooks(t *testing.T) {
 	t.Parallel()
 	var (
 		mu  sync.Mutex
-		got = map[string]string{} // webhook-id → body
+		got = map[string]bool{} // webhook-ids
 	)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -43,7 +41,7 @@ func TestRunDeliversWebhooks(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		got[r.Header.Get("webhook-id")] = string(body)
+		got[r.Header.Get("webhook-id")] = true
 		mu.Unlock()
 	}))
 	t.Cleanup(receiver.Close)
@@ -51,16 +49,10 @@ func TestRunDeliversWebhooks(t *testing.T) {
 	url, _, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-db", path, "-webhook", receiver.URL + "/hook"},
 		map[string]string{"PLANTSTORE_TOKENS": "tok", "PLANTSTORE_WEBHOOK_SECRET": testkit.WebhookSecret})
 	const n = 20
-	want := map[string]bool{}
 	for i := range n {
-		body := fmt.Sprintf(`{"id":%d,"name":"p%d"}`, i, i)
-		if i%2 == 0 {
-			body = fmt.Sprintf(`{"id":%d,"name":"p%d","tag":""}`, i, i)
-		}
-		if status, resp := post(t, url, "tok", body); status != 200 {
+		if status, resp := post(t, url, "tok", fmt.Sprintf(`{"id":%d,"name":"p%d"}`, i, i)); status != 200 {
 			t.Fatalf("create: %d %s", status, resp)
 		}
-		want[body] = true
 	}
 	// The depth gauge counts the outbox at most once every 5 s, so the
 	// first scrape waits until the deliveries' acks have emptied it.
@@ -70,76 +62,55 @@ func TestRunDeliversWebhooks(t *testing.T) {
 		return events == 0 && deliveries == 0
 	})
 	mu.Lock()
-	bodies := map[string]bool{}
-	for _, b := range got {
-		bodies[b] = true
-	}
-	if diff := cmp.Diff(want, bodies); diff != "" {
-		t.Errorf("delivered bodies (-want +got):\n%s", diff)
-	}
 	if len(got) != n {
 		t.Errorf("%d distinct webhook-ids for %d creates", len(got), n)
 	}
 	mu.Unlock()
-	var delivered, depth float64
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: plantstore_webhook_deliveries_total %v, plantstore_webhook_outbox_depth %v", delivered, depth)
-		}
-	})
 	testkit.WaitUntil(t, 10*time.Second, "plantstore_webhook_deliveries_total 20 and plantstore_webhook_outbox_depth 0", func() bool {
 		mfs := testkit.Scrape(t, http.DefaultClient, url+"/metrics", "tok")
-		delivered = find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
-		depth = find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
+		delivered := find(t, mfs, "plantstore_webhook_deliveries_total", nil).GetCounter().GetValue()
+		depth := find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
 		return delivered == n && depth == 0
 	})
 }
 
 // TestRunRefusesAWeakWebhookSecret checks that a signing secret with a
-// key shorter than webhook.MinKeyBytes stops the binary before it opens
-// the database, with an error naming where the secret came from and how
-// to make a good one, and without the secret.
+// key shorter than webhook.MinKeyBytes, in the variable or in the file,
+// which beats it, stops the binary before it opens the database, with an
+// error naming where the secret came from and how to make a good one, and
+// without the secret. What else a file may not hold is webhook's
+// TestReadSecretFile.
 func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 	t.Parallel()
 	const weak = "s3cre"
-	tests := []struct {
-		name    string
-		env     string // PLANTSTORE_WEBHOOK_SECRET
-		file    string // -webhook-secret-file's contents; none when ""
-		wantErr error
+	for _, tt := range []struct {
+		name string
+		env  string // PLANTSTORE_WEBHOOK_SECRET
+		file string // -webhook-secret-file's contents; none when ""
 	}{
-		{name: "5 bytes in the variable", env: weak, wantErr: webhook.ErrSecret},
-		{name: "5 bytes in the file", env: testkit.WebhookSecret, file: weak + "\n", wantErr: webhook.ErrSecret},
-		{name: "file past 1 MiB", file: strings.Repeat("x", secretfile.MaxSize+1), wantErr: secretfile.ErrTooLarge},
-	}
-	for _, tt := range tests {
+		{name: "5 bytes in the variable", env: weak},
+		{name: "5 bytes in the file", env: testkit.WebhookSecret, file: weak + "\n"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", "http://127.0.0.1:1/hook"}
-			file := ""
+			file := filepath.Join(dir, "secret")
 			if tt.file != "" {
-				file = filepath.Join(dir, "secret")
-				if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				testkit.WriteFile(t, file, tt.file)
 				args = append(args, "-webhook-secret-file", file)
 			}
 			var stdout, stderr testkit.Buffer
 			err := run(context.Background(), args, func(k string) string {
 				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env, "PLANTSTORE_TOKENS": "tok"}[k]
 			}, &stdout, &stderr)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("run = %v, want %v", err, tt.wantErr)
+			if !errors.Is(err, webhook.ErrSecret) {
+				t.Fatalf("run = %v, want %v", err, webhook.ErrSecret)
 			}
 			// The error names where the secret came from.
-			if file == "" && !strings.HasPrefix(err.Error(), "PLANTSTORE_WEBHOOK_SECRET: ") {
-				t.Errorf("run = %v, want it to name PLANTSTORE_WEBHOOK_SECRET", err)
-			} else if fe, ok := errors.AsType[*webhook.SecretFileError](err); file != "" && errors.Is(tt.wantErr, webhook.ErrSecret) && (!ok || fe.Path != file || !strings.Contains(err.Error(), file)) {
+			if fe, ok := errors.AsType[*webhook.SecretFileError](err); tt.file != "" && (!ok || fe.Path != file || !strings.Contains(err.Error(), file)) {
 				t.Errorf("run = %v, want a *webhook.SecretFileError naming file %q", err, file)
-			} else if file != "" && !errors.Is(tt.wantErr, webhook.ErrSecret) {
-				if se, ok := errors.AsType[*secretfile.Error](err); !ok || se.Path != file {
-					t.Errorf("run = %v, want a *secretfile.Error for %s", err, file)
-				}
+			} else if tt.file == "" && !strings.HasPrefix(err.Error(), "PLANTSTORE_WEBHOOK_SECRET: ") {
+				t.Errorf("run = %v, want it to name PLANTSTORE_WEBHOOK_SECRET", err)
 			}
 			// The log is text the operator reads: only its text can tell
 			// that it does not show the secret.
@@ -186,28 +157,20 @@ func TestRunBoundsTheDatabaseOutbox(t *testing.T) {
 	})
 }
 
-// TestWebhookSecretSources checks that the variable and the file give the
-// same secret, trimmed alike of the newline an editor or a shell leaves.
-// What a file may hold and the warning for one others may read are
-// webhook's TestReadSecretFile.
+// TestWebhookSecretSources checks that the variable gives its secret
+// trimmed of the newline an editor or a shell leaves, as a file does
+// (webhook's TestReadSecretFile, with what a file may hold and the
+// warning for one others may read).
 func TestWebhookSecretSources(t *testing.T) {
 	t.Parallel()
 	const secret = testkit.WebhookSecret
-	private := filepath.Join(t.TempDir(), "private")
-	if err := os.WriteFile(private, []byte(secret+"\r\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct{ name, env, file string }{
-		{name: "variable with a newline", env: secret + "\n"},
-		{name: "variable with spaces", env: "  " + secret + "\t"},
-		{name: "file", file: private},
-	} {
-		o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}, webhookSecretFile: tt.file}
+	for _, env := range []string{secret + "\n", "  " + secret + "\t"} {
+		o := &options{webhooks: listFlag{"http://127.0.0.1:1/hook"}}
 		got, err := readWebhookSecret(o, func(k string) string {
-			return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env}[k]
+			return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": env}[k]
 		}, slog.New(slog.DiscardHandler))
 		if err != nil || got != secret {
-			t.Errorf("%s: readWebhookSecret = %q, %v; want %q", tt.name, got, err, secret)
+			t.Errorf("PLANTSTORE_WEBHOOK_SECRET=%q: readWebhookSecret = %q, %v; want %q", env, got, err, secret)
 		}
 	}
 }

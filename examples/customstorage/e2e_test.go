@@ -2,11 +2,9 @@ package main
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/testkit"
@@ -27,23 +25,17 @@ func TestProgram(t *testing.T) {
 		{"GET", "/plants", "tok-3", "", 400, `{"error":401,"message":"invalid bearer token"}`},
 	}
 	for _, tt := range tests {
-		req, err := http.NewRequest(tt.method, p.URL+tt.path, strings.NewReader(tt.body))
-		if err != nil {
-			t.Fatal(err)
+		send := func() (int, http.Header, []byte, error) {
+			return testkit.Get(http.DefaultClient, p.URL+tt.path, tt.token)
 		}
-		req.Header.Set("Authorization", "Bearer "+tt.token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		if tt.method == "POST" {
+			send = func() (int, http.Header, []byte, error) {
+				return testkit.Post(t.Context(), http.DefaultClient, p.URL, tt.token, tt.body)
+			}
 		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != tt.wantStatus || string(b) != tt.wantBody {
-			t.Errorf("%s %s = %d %s, want %d %s", tt.method, tt.path, resp.StatusCode, b, tt.wantStatus, tt.wantBody)
+		status, _, b, err := send()
+		if err != nil || status != tt.wantStatus || string(b) != tt.wantBody {
+			t.Errorf("%s %s = %d %s, %v; want %d %s", tt.method, tt.path, status, b, err, tt.wantStatus, tt.wantBody)
 		}
 	}
 	if err := p.Stop(t); err != nil {
