@@ -144,9 +144,13 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // TestPolledLogAtDebug checks that the successes of the routes machines
 // poll (a load balancer's probes, a metrics collector's scrapes) leave no
 // access line at info but one at debug, and that a failed probe and any
-// other request are logged at info; nothing is logged below the level.
+// other request are logged at info; nothing is logged below the level,
+// which a LevelVar moves while the log is in use.
 func TestPolledLogAtDebug(t *testing.T) {
 	t.Parallel()
+	var out bytes.Buffer
+	var level slog.LevelVar
+	l := newAccessLog(&out, AccessLog{Level: &level})
 	for _, c := range []struct {
 		route  string
 		status int
@@ -157,6 +161,7 @@ func TestPolledLogAtDebug(t *testing.T) {
 		{"/healthz", 200, slog.LevelInfo, ""},
 		{"/metrics", 200, slog.LevelInfo, ""},
 		{"/readyz", 200, slog.LevelDebug, "level=DEBUG"},
+		{"/healthz", 200, slog.LevelDebug, "level=DEBUG"},
 		{"/metrics", 200, slog.LevelDebug, "level=DEBUG"},
 		{"/readyz", 503, slog.LevelInfo, "level=INFO"},
 		{"/metrics", 400, slog.LevelInfo, "level=INFO"},
@@ -165,8 +170,8 @@ func TestPolledLogAtDebug(t *testing.T) {
 		{"/plants", 200, slog.LevelWarn, ""},
 		{"/readyz", 503, slog.LevelWarn, ""},
 	} {
-		var out bytes.Buffer
-		l := newAccessLog(&out, AccessLog{Level: c.level})
+		out.Reset()
+		level.Set(c.level)
 		l.write(&Served{Route: RouteOf(c.route), Method: "GET", Path: c.route, Status: c.status, RequestID: "probe-1", Start: time.Now()})
 		got := out.String()
 		if c.want == "" && got != "" || c.want != "" && !bytes.Contains(out.Bytes(), []byte(" "+c.want+" msg=request")) {

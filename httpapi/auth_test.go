@@ -2,24 +2,17 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -125,7 +118,8 @@ func TestAuthenticatorSeesTheRequest(t *testing.T) {
 }
 
 // TestAuthenticatorClientCertificate authenticates callers by the TLS
-// client certificate they present.
+// client certificate they present, which the authenticator finds in the
+// request it is given.
 func TestAuthenticatorClientCertificate(t *testing.T) {
 	t.Parallel()
 	auth := httpapi.AuthenticatorFunc(func(r *http.Request, _ string) error {
@@ -141,12 +135,7 @@ func TestAuthenticatorClientCertificate(t *testing.T) {
 			return errors.New("unknown client")
 		}
 	})
-	ps := plantstore.New(memstore.New())
-	srv := httptest.NewUnstartedServer(httpapi.New(ps, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus()))
-	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-
+	h := newHandler(nil, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus())
 	for _, tt := range []struct {
 		cn         string
 		wantStatus int
@@ -156,43 +145,14 @@ func TestAuthenticatorClientCertificate(t *testing.T) {
 		{"stranger", 401},
 		{"", 401},
 	} {
-		t.Run("cn="+tt.cn, func(t *testing.T) {
-			tr := srv.Client().Transport.(*http.Transport).Clone()
-			if tt.cn != "" {
-				tr.TLSClientConfig.Certificates = []tls.Certificate{clientCertificate(t, tt.cn)}
-			}
-			req, _ := http.NewRequest("GET", srv.URL+"/plants", nil)
-			resp, err := (&http.Client{Transport: tr}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tt.wantStatus {
-				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
-			}
-		})
+		req := httptest.NewRequest("GET", "https://plantstore.example/plants", nil) // with a TLS state
+		if tt.cn != "" {
+			req.TLS.PeerCertificates = []*x509.Certificate{{Subject: pkix.Name{CommonName: tt.cn}}}
+		}
+		if got := serve(h, req).Code; got != tt.wantStatus {
+			t.Errorf("cn=%q: status = %d, want %d", tt.cn, got, tt.wantStatus)
+		}
 	}
-}
-
-// clientCertificate makes a self-signed client certificate for cn.
-func clientCertificate(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 func TestTokenAuthenticatorFunc(t *testing.T) {
@@ -224,6 +184,8 @@ func TestTokenAuthenticatorFunc(t *testing.T) {
 	}
 }
 
+// TestCheckToken checks which tokens a bearer header can carry, and NewToken
+// makes one.
 func TestCheckToken(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -255,49 +217,8 @@ func TestCheckToken(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestSplitTokens checks that a list's tokens come back trimmed, without
-// the empty items, and that a token no bearer header can carry is an error
-// naming its position and the rule, and never the token itself.
-func TestSplitTokens(t *testing.T) {
-	t.Parallel()
-	got, err := httpapi.SplitTokens(" good-1, ,good-2,")
-	if err != nil || !slices.Equal(got, []string{"good-1", "good-2"}) {
-		t.Errorf("SplitTokens = %q, %v, want [good-1 good-2]", got, err)
-	}
-	tests := []struct {
-		name     string
-		list     string
-		secret   string // the bad token, which the error must not show
-		wantItem int    // the bad token's item in the list
-	}{
-		{name: "inner equals sign", list: "good-1, abc=def", secret: "abc=def", wantItem: 2},
-		{name: "non-ASCII", list: "good-1,,pässwört", secret: "pässwört", wantItem: 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := httpapi.SplitTokens(tt.list)
-			if !errors.Is(err, httpapi.ErrTokenSyntax) {
-				t.Fatalf("SplitTokens = %v, want ErrTokenSyntax", err)
-			}
-			le, ok := errors.AsType[*httpapi.TokenListError](err)
-			if !ok || le.Item != tt.wantItem {
-				t.Errorf("SplitTokens = %v, want a *TokenListError at item %d", err, tt.wantItem)
-			}
-			// The message is what the operator reads: it must not show
-			// the token, which only its text can tell.
-			if msg := err.Error(); strings.Contains(msg, tt.secret) {
-				t.Errorf("the error %q shows the token", msg)
-			}
-		})
-	}
-}
-
-// TestNewToken checks that a generated token is one a client can send,
-// 256 bits long, and new each time.
-func TestNewToken(t *testing.T) {
-	t.Parallel()
+	// A generated token is one a client can send, 256 bits long, and new
+	// each time.
 	a, b := httpapi.NewToken(), httpapi.NewToken()
 	if err := httpapi.CheckToken(a); err != nil {
 		t.Errorf("NewToken() = %q: %v", a, err)
@@ -310,21 +231,45 @@ func TestNewToken(t *testing.T) {
 	}
 }
 
-// TestTokensPanicsOnATokenNoRequestCanSend checks that Tokens refuses, as
-// regexp.MustCompile does, a token that could never match, without showing
-// it, and still ignores empty tokens.
-func TestTokensPanicsOnATokenNoRequestCanSend(t *testing.T) {
+// TestPanicsOnValuesThatCannotWork checks that Tokens, WithExtraTokens,
+// WithCORS and WithPrefix refuse at once, as regexp.MustCompile does, a
+// value that could never match, saying why and never showing a token; a
+// panic's value is text, so all of it is the interface. They take every
+// other value, and ignore empty tokens and origins.
+func TestPanicsOnValuesThatCannotWork(t *testing.T) {
 	t.Parallel()
-	const secret = "never=shown"
-	msg := panicMessage(func() { httpapi.Tokens("good", secret) })
-	if strings.Contains(msg, secret) {
-		t.Errorf("panic %q shows the token", msg)
+	const secret, prefixRule = "never=shown", "a prefix begins with / and holds no : or *"
+	ps := plantstore.New(memstore.New())
+	tests := []struct {
+		name   string
+		f      func()
+		whole  string // the whole message; "" when not checked
+		holds  string // in the message; "" when there is no panic
+		secret string // a token the message must not show
+	}{
+		{name: "Tokens", f: func() { httpapi.Tokens("good", secret) }, secret: secret, holds: "token 2 of 2",
+			whole: "httpapi: Tokens: token 2 of 2: " + httpapi.CheckToken(secret).Error()},
+		{name: "Tokens with empty tokens", f: func() {
+			if httpapi.Tokens("", "good", "") == nil {
+				panic("Tokens with empty tokens = nil")
+			}
+		}},
+		{name: "WithExtraTokens", f: func() { httpapi.WithExtraTokens("good", "bad token") }, holds: "token 2 of 2", secret: "bad token"},
+		{name: "WithCORS with origins to take", f: func() { httpapi.WithCORS("https://app.example.com", "*", "http://[::1]:8080", "") }},
+		{name: "WithCORS with an origin in another form", f: func() { httpapi.WithCORS("https://app.example.com", "https://app.example.com/") },
+			holds: `browsers send this origin as "https://app.example.com"`},
+		{name: "WithCORS with no origin", f: func() { httpapi.WithCORS("app.example.com") }, holds: `"app.example.com": want "*" or an origin`},
+		{name: "WithPrefix without a slash", f: func() { httpapi.New(ps, httpapi.WithPrefix("api")) }, holds: prefixRule},
+		{name: "WithPrefix with a parameter", f: func() { httpapi.New(ps, httpapi.WithPrefix("/api/:v")) }, holds: prefixRule},
+		{name: "WithPrefix with a catch-all", f: func() { httpapi.New(ps, httpapi.WithPrefix("/api/*rest")) }, holds: prefixRule},
 	}
-	// A panic's value is text: the whole of it is the interface.
-	if want := "httpapi: Tokens: token 2 of 2: " + httpapi.CheckToken(secret).Error(); msg != want {
-		t.Errorf("Tokens(good, inner '=') panicked with %q, want %q", msg, want)
-	}
-	if a := httpapi.Tokens("", "good", ""); a == nil {
-		t.Error("Tokens with empty tokens = nil")
+	for _, tt := range tests {
+		msg := panicMessage(tt.f)
+		if tt.holds == "" && msg != "" || !strings.Contains(msg, tt.holds) || tt.whole != "" && msg != tt.whole {
+			t.Errorf("%s panicked with %q, want a panic holding %q (all of it %q)", tt.name, msg, tt.holds, tt.whole)
+		}
+		if tt.secret != "" && strings.Contains(msg, tt.secret) {
+			t.Errorf("%s: the panic %q shows the token", tt.name, msg)
+		}
 	}
 }

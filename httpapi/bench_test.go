@@ -4,9 +4,9 @@ package httpapi_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -38,33 +38,31 @@ import (
 // spent per op, garbage collection included. On a busy machine it moves
 // far less than ns/op, which counts the time other processes hold the CPU.
 
-// A benchHeader is a request header sent by a benchmark. Its values are
-// shared by every request: handlers only read them.
-type benchHeader struct {
-	key   string
-	value []string
-}
-
+// The headers of a benchmark's requests, copied into each.
 var (
-	authHeader = benchHeader{"Authorization", []string{"Bearer " + testToken}}
-	jsonHeader = benchHeader{"Content-Type", []string{"application/json"}}
+	authHeader = http.Header{"Authorization": {"Bearer " + testToken}}
+	jsonHeader = http.Header{"Authorization": authHeader["Authorization"], "Content-Type": {"application/json"}}
 )
 
-// benchCreateBody returns a valid NewPlant body with id i, written over buf,
-// with a tag unless untagged is set.
-func benchCreateBody(buf []byte, i int, untagged bool) []byte {
+// benchName is the name of the plants the benchmarks create.
+const benchName = "Monstera deliciosa"
+
+// benchCreateBody returns a valid NewPlant body with id i and name, written
+// over buf, with a tag unless untagged is set.
+func benchCreateBody(buf []byte, i int, name string, untagged bool) []byte {
 	buf = append(buf[:0], `{"id":`...)
 	buf = strconv.AppendInt(buf, int64(i), 10)
+	buf = append(append(append(buf, `,"name":"`...), name...), '"')
 	if untagged {
-		return append(buf, `,"name":"Monstera deliciosa"}`...)
+		return append(buf, '}')
 	}
-	return append(buf, `,"name":"Monstera deliciosa","tag":"aroid"}`...)
+	return append(buf, `,"tag":"aroid"}`...)
 }
 
 // A benchCase is one kind of request sent again and again.
 type benchCase struct {
 	method, target string
-	header         []benchHeader
+	header         http.Header
 	// body returns the i-th request's body. It may reuse its memory: the
 	// handler is done with one body before the next is made.
 	body func(i int) []byte
@@ -73,37 +71,23 @@ type benchCase struct {
 // newRequest builds the i-th request of c.
 func (c benchCase) newRequest(i int) *http.Request {
 	req := httptest.NewRequest(c.method, c.target, bytes.NewReader(c.body(i)))
-	for _, h := range c.header {
-		req.Header[h.key] = h.value
-	}
+	maps.Copy(req.Header, c.header)
 	return req
 }
 
-// createCase posts a valid plant with a new id each time.
-func createCase(untagged bool) benchCase {
+// createCase posts a valid plant named name with a new id each time.
+func createCase(name string, untagged bool) benchCase {
 	var buf []byte
-	return benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
-		body: func(i int) []byte {
-			buf = benchCreateBody(buf, i, untagged)
-			return buf
-		}}
+	return benchCase{method: "POST", target: "/plants", header: jsonHeader, body: func(i int) []byte {
+		buf = benchCreateBody(buf, i, name, untagged)
+		return buf
+	}}
 }
 
 // fixedCase sends the same request each time.
-func fixedCase(method, target string, body string, header ...benchHeader) benchCase {
+func fixedCase(method, target, body string, header http.Header) benchCase {
 	b := []byte(body)
 	return benchCase{method: method, target: target, header: header, body: func(int) []byte { return b }}
-}
-
-// newBenchHandler returns the handler under test over fresh memory storage,
-// accepting testToken and logging nowhere.
-func newBenchHandler(opts ...httpapi.Option) http.Handler {
-	ps := plantstore.New(memstore.New())
-	opts = append([]httpapi.Option{
-		httpapi.WithTokens(testToken),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler)),
-	}, opts...)
-	return httpapi.New(ps, opts...)
 }
 
 // ballast is live heap without pointers: the collector need not scan it,
@@ -136,23 +120,14 @@ func serveBench(b *testing.B, h http.Handler, c benchCase, first int) {
 // and, when code is not zero, an Error with that code.
 func checkBench(b *testing.B, h http.Handler, c benchCase, i, status, code int) {
 	b.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, c.newRequest(i))
-	if rec.Code != status {
-		b.Fatalf("status = %d, want %d (body %s)", rec.Code, status, rec.Body)
-	}
-	if code == 0 {
-		return
-	}
-	var we wireError
-	if err := json.Unmarshal(rec.Body.Bytes(), &we); err != nil || int(we.Error) != code {
-		b.Fatalf("body %s is not an Error with code %d", rec.Body, code)
+	if rec := serve(h, c.newRequest(i)); rec.Code != status || code != 0 && testkit.ErrorCode(rec.Body.Bytes()) != code {
+		b.Fatalf("answer %d %s, want %d with error code %d", rec.Code, rec.Body, status, code)
 	}
 }
 
 func BenchmarkHarness(b *testing.B) {
 	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	serveBench(b, h, createCase(false), 0)
+	serveBench(b, h, createCase(benchName, false), 0)
 }
 
 // floorBody is the floor handler's fixed answer, a Plant.
@@ -168,7 +143,7 @@ func floorHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 func BenchmarkFloor(b *testing.B) {
-	serveBench(b, http.HandlerFunc(floorHandler), createCase(false), 0)
+	serveBench(b, http.HandlerFunc(floorHandler), createCase(benchName, false), 0)
 }
 
 // freshStores serves each request with a handler over memory storage that
@@ -186,7 +161,7 @@ type freshStores struct {
 
 func (f *freshStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.h == nil || f.n == f.size && f.size > 0 {
-		f.h = newBenchHandler(f.opts...)
+		f.h = newHandler(nil, f.opts...)
 		f.n = 0
 	}
 	f.n++
@@ -217,7 +192,7 @@ func BenchmarkCreate(b *testing.B) {
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			h := &freshStores{size: tt.size, opts: tt.opts}
-			c := createCase(tt.untagged)
+			c := createCase(benchName, tt.untagged)
 			checkBench(b, h, c, -1, http.StatusOK, 0)
 			serveBench(b, h, c, 0)
 		})
@@ -248,7 +223,7 @@ func BenchmarkMount(b *testing.B) {
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			h := tt.mux(&freshStores{size: 1 << 12})
-			c := createCase(false)
+			c := createCase(benchName, false)
 			if tt.name != "mount=none" {
 				c.target = "/api/plants"
 			}
@@ -262,27 +237,28 @@ func BenchmarkMount(b *testing.B) {
 func BenchmarkError(b *testing.B) {
 	tooLarge := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
 	valid := `{"id":1,"name":"Monstera deliciosa","tag":"aroid"}`
+	header := func(k, v string) http.Header { // jsonHeader but for k
+		h := jsonHeader.Clone()
+		h.Set(k, v)
+		return h
+	}
 	tests := []struct {
 		name     string
 		c        benchCase
 		wantCode int
 	}{
-		{"unauthorized", fixedCase("POST", "/plants", valid,
-			benchHeader{"Authorization", []string{"Bearer not-" + testToken}}, jsonHeader), 401},
-		{"content-type", fixedCase("POST", "/plants", valid,
-			authHeader, benchHeader{"Content-Type", []string{"text/plain"}}), 415},
-		{"too-large", fixedCase("POST", "/plants", tooLarge, authHeader, jsonHeader), 413},
-		{"malformed", fixedCase("POST", "/plants", `{"id":1,"name":"Monstera deliciosa","tag":"aroid"`,
-			authHeader, jsonHeader), 400},
-		{"invalid", fixedCase("POST", "/plants", `{"id":"1","name":"Monstera deliciosa","tag":"aroid"}`,
-			authHeader, jsonHeader), 400},
-		{"conflict", fixedCase("POST", "/plants", valid, authHeader, jsonHeader), 409},
-		{"not-found", fixedCase("POST", "/plant", valid, authHeader, jsonHeader), 404},
-		{"method", fixedCase("PUT", "/plants", valid, authHeader, jsonHeader), 405},
+		{"unauthorized", fixedCase("POST", "/plants", valid, header("Authorization", "Bearer not-"+testToken)), 401},
+		{"content-type", fixedCase("POST", "/plants", valid, header("Content-Type", "text/plain")), 415},
+		{"too-large", fixedCase("POST", "/plants", tooLarge, jsonHeader), 413},
+		{"malformed", fixedCase("POST", "/plants", `{"id":1,"name":"Monstera deliciosa","tag":"aroid"`, jsonHeader), 400},
+		{"invalid", fixedCase("POST", "/plants", `{"id":"1","name":"Monstera deliciosa","tag":"aroid"}`, jsonHeader), 400},
+		{"conflict", fixedCase("POST", "/plants", valid, jsonHeader), 409},
+		{"not-found", fixedCase("POST", "/plant", valid, jsonHeader), 404},
+		{"method", fixedCase("PUT", "/plants", valid, jsonHeader), 405},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			h := newBenchHandler()
+			h := newHandler(nil)
 			if tt.wantCode == http.StatusConflict {
 				checkBench(b, h, tt.c, 0, http.StatusOK, 0)
 			}
@@ -337,16 +313,7 @@ func (w discardWriter) WriteHeader(int)             {}
 func BenchmarkCreateLargeBody(b *testing.B) {
 	for _, size := range []int{4 << 10, 64 << 10, httpapi.DefaultMaxBodyBytes - 64} {
 		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
-			name := strings.Repeat("a", size-len(`{"id":1234567890,"name":""}`))
-			var buf []byte
-			c := benchCase{method: "POST", target: "/plants", header: []benchHeader{authHeader, jsonHeader},
-				body: func(i int) []byte {
-					buf = append(buf[:0], `{"id":`...)
-					buf = strconv.AppendInt(buf, int64(i), 10)
-					buf = append(buf, `,"name":"`...)
-					buf = append(buf, name...)
-					return append(buf, `"}`...)
-				}}
+			c := createCase(strings.Repeat("a", size-len(`{"id":1234567890,"name":""}`)), true)
 			h := &freshStores{size: 64}
 			checkBench(b, h, c, -1, http.StatusOK, 0)
 			b.ReportAllocs()
@@ -360,8 +327,8 @@ func BenchmarkCreateLargeBody(b *testing.B) {
 // BenchmarkList lists a page of small plants, of the default limit and of
 // the largest, from a store of 10,000.
 func BenchmarkList(b *testing.B) {
-	h := newBenchHandler()
-	c := createCase(false)
+	h := newHandler(nil)
+	c := createCase(benchName, false)
 	for i := range 10000 {
 		checkBench(b, h, c, i, http.StatusOK, 0)
 	}

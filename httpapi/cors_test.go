@@ -185,23 +185,3 @@ func TestCheckOrigin(t *testing.T) {
 		}
 	}
 }
-
-// TestWithCORSPanicsOnAnOriginNoBrowserSends checks that WithCORS refuses,
-// at once, an origin that would never match, saying why, and that it takes
-// every origin CheckOrigin accepts, and ignores empty ones.
-func TestWithCORSPanicsOnAnOriginNoBrowserSends(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		origins   []string
-		wantPanic string // what the panic's message holds; "" for none
-	}{
-		{origins: []string{"https://app.example.com", "*", "http://[::1]:8080", ""}},
-		{origins: []string{"https://app.example.com", "https://app.example.com/"}, wantPanic: `browsers send this origin as "https://app.example.com"`},
-		{origins: []string{"app.example.com"}, wantPanic: `"app.example.com": want "*" or an origin`},
-	} {
-		got := panicMessage(func() { httpapi.WithCORS(tt.origins...) })
-		if tt.wantPanic == "" && got != "" || !strings.Contains(got, tt.wantPanic) {
-			t.Errorf("WithCORS(%q) panicked with %q, want a panic holding %q", tt.origins, got, tt.wantPanic)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -24,7 +23,9 @@ var errReferenceSyntax = errors.New("reference: malformed")
 // duplicate names at any depth, no trailing data, nesting limited to
 // 10000), then the schema rules applied to a map of the members' raw
 // values, with integer-ness decided by math/big. It shares no code with
-// decodeNewPlant's token walk, its end-of-input check or exactInt64.
+// decodeNewPlant's token walk, its end-of-input check or exactInt64. It is
+// checked through FuzzDecode's seeds, which hold every input of
+// decodeTests, on which it must agree with decodeNewPlant.
 func referenceDecode(body []byte) (plantstore.NewPlant, error) {
 	var v jsontext.Value
 	if err := jsonv2.Unmarshal(body, &v); err != nil || v.Kind() != '{' {
@@ -112,39 +113,6 @@ func referenceInt64(text string) (int64, string) {
 		return 0, tooBig
 	}
 	return m.Int64(), ""
-}
-
-func TestReferenceInt64(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		text       string
-		want       int64
-		wantReason string
-	}{
-		{"0", 0, ""},
-		{"-0.0e-99999999999999999999", 0, ""},
-		{"12", 12, ""},
-		{"1.5", 0, notInteger},
-		{"1.50e1", 15, ""},
-		{"150e-1", 15, ""},
-		{"155e-1", 0, notInteger},
-		{"9223372036854775807", math.MaxInt64, ""},
-		{"9223372036854775808", 0, tooBig},
-		{"-9223372036854775808", math.MinInt64, ""},
-		{"-9223372036854775809", 0, tooBig},
-		{"-92233720368547758.08e2", math.MinInt64, ""},
-		{"1e18", 1e18, ""},
-		{"1e19", 0, tooBig},
-		{"1e99999999999999999999", 0, tooBig},
-		{"1e-99999999999999999999", 0, notInteger},
-		{"0.000000000000000000001e21", 1, ""},
-	}
-	for _, tt := range tests {
-		got, reason := referenceInt64(tt.text)
-		if diff := cmp.Diff([2]any{tt.want, tt.wantReason}, [2]any{got, reason}); diff != "" {
-			t.Errorf("referenceInt64(%q) mismatch (-want +got):\n%s", tt.text, diff)
-		}
-	}
 }
 
 func FuzzDecode(f *testing.F) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,34 +98,25 @@ func FuzzHandler(f *testing.F) {
 		f.Add([]byte(s.body), s.contentType, s.auth, s.authMode, s.method, s.path)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, contentType, auth string, authMode, method, path uint8) {
-		fr := fuzzRequest{
-			body:        body,
-			contentType: contentType,
-			method:      fuzzMethods[int(method)%len(fuzzMethods)],
-			path:        fuzzPaths[int(path)%len(fuzzPaths)],
+		req := httptest.NewRequest(fuzzMethods[int(method)%len(fuzzMethods)], fuzzPaths[int(path)%len(fuzzPaths)], bytes.NewReader(body))
+		if contentType != "" {
+			req.Header["Content-Type"] = []string{contentType}
 		}
 		switch authMode % authChoices {
 		case authValid:
-			fr.auth, fr.hasAuth = "Bearer "+testToken, true
+			req.Header["Authorization"] = []string{"Bearer " + testToken}
 		case authFuzzed:
-			fr.auth, fr.hasAuth = auth, true
+			req.Header["Authorization"] = []string{auth}
 		case authBearer:
-			fr.auth, fr.hasAuth = "Bearer "+auth, true
+			req.Header["Authorization"] = []string{"Bearer " + auth}
 		}
-		checkFuzzRequest(t, fr)
+		checkFuzzRequest(t, req, body)
 	})
 }
 
-// A fuzzRequest is one request FuzzHandler sends.
-type fuzzRequest struct {
-	method, path string
-	body         []byte
-	contentType  string // absent when empty
-	auth         string
-	hasAuth      bool
-}
-
-func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
+// checkFuzzRequest checks the answer to req, one request FuzzHandler sends
+// with body.
+func checkFuzzRequest(t *testing.T, req *http.Request, body []byte) {
 	t.Helper()
 	ps := plantstore.New(memstore.New())
 	if _, err := ps.Create(context.Background(), fuzzPresent); err != nil {
@@ -133,77 +125,62 @@ func checkFuzzRequest(t *testing.T, fr fuzzRequest) {
 	logs := &recordingHandler{level: slog.LevelWarn}
 	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(fuzzMaxBody),
 		httpapi.WithLogger(slog.New(logs)))
-
-	req := httptest.NewRequest(fr.method, fr.path, bytes.NewReader(fr.body))
-	if fr.contentType != "" {
-		req.Header["Content-Type"] = []string{fr.contentType}
-	}
-	if fr.hasAuth {
-		req.Header["Authorization"] = []string{fr.auth}
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	what := req.Method + " " + req.URL.RequestURI()
+	createRequest := what == "POST /plants"
+	// An authorized JSON create within the limit, which passes every check
+	// made before the body is read, fails only for its body.
+	ordinaryCreate := createRequest && slices.Equal(req.Header["Authorization"], []string{"Bearer " + testToken}) &&
+		slices.Equal(req.Header["Content-Type"], []string{"application/json"}) && len(body) <= fuzzMaxBody
+	rec := serve(h, req)
 	resp := rec.Result()
 	got := rec.Body.Bytes()
 
 	for _, r := range logs.records() {
-		t.Errorf("%s %s: logged %v %q", fr.method, fr.path, r.Level, r.Message)
+		t.Errorf("%s: logged %v %q", what, r.Level, r.Message)
 	}
-	createRequest := fr.method == "POST" && fr.path == "/plants"
-	want, refErr := referenceNewPlant(fr.body)
+	want, refErr := referenceNewPlant(body)
 
 	switch {
 	case resp.StatusCode == http.StatusOK && createRequest:
 		if refErr != nil {
-			t.Fatalf("created a plant from a body the reference rejects (%v): %q, answer %s", refErr, fr.body, got)
+			t.Fatalf("created a plant from a body the reference rejects (%v): %q, answer %s", refErr, body, got)
 		}
 		checkCreated(t, ps, want, resp, got)
 	case resp.StatusCode == http.StatusOK:
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !jsontext.Value(got).IsValid() {
-			t.Errorf("%s %s: 200 answer with Content-Type %q is not JSON: %s", fr.method, fr.path, ct, got)
+			t.Errorf("%s: 200 answer with Content-Type %q is not JSON: %s", what, ct, got)
 		}
-	case resp.StatusCode == http.StatusNoContent && fr.method == "OPTIONS":
+	case resp.StatusCode == http.StatusNoContent && req.Method == "OPTIONS":
 		if len(got) != 0 || resp.Header.Get("Allow") == "" {
-			t.Errorf("OPTIONS %s answered 204 with Allow %q and body %q, want an Allow and no body",
-				fr.path, resp.Header.Get("Allow"), got)
+			t.Errorf("%s answered 204 with Allow %q and body %q, want an Allow and no body", what, resp.Header.Get("Allow"), got)
 		}
-	case resp.StatusCode == http.StatusNoContent && fr.method == "DELETE" && fr.path == "/plants/1":
+	case resp.StatusCode == http.StatusNoContent && what == "DELETE /plants/1":
 		if len(got) != 0 {
 			t.Errorf("DELETE answered 204 with a body: %s", got)
 		}
 	default:
-		code := checkFuzzError(t, fr, resp, got)
-		if createRequest && fuzzOrdinaryCreate(fr) {
-			// An authorized JSON request within the limit fails only for
-			// its body.
-			switch {
-			case refErr == nil && want.ID == fuzzPresent.ID:
-				if code != http.StatusConflict {
-					t.Errorf("body %q takes a stored id: error code %d, want 409", fr.body, code)
-				}
-			case refErr == nil:
-				t.Errorf("body %q is a valid NewPlant (%+v) but was refused: %s", fr.body, want, got)
-			case code != http.StatusBadRequest:
-				t.Errorf("body %q is not a NewPlant (%v): error code %d, want 400", fr.body, refErr, code)
+		code := checkFuzzError(t, what, resp, got)
+		switch {
+		case !ordinaryCreate:
+		case refErr == nil && want.ID == fuzzPresent.ID:
+			if code != http.StatusConflict {
+				t.Errorf("body %q takes a stored id: error code %d, want 409", body, code)
 			}
+		case refErr == nil:
+			t.Errorf("body %q is a valid NewPlant (%+v) but was refused: %s", body, want, got)
+		case code != http.StatusBadRequest:
+			t.Errorf("body %q is not a NewPlant (%v): error code %d, want 400", body, refErr, code)
 		}
 	}
 }
 
-// fuzzOrdinaryCreate reports whether fr passes every check a create makes
-// before it reads the body: the accepted token, JSON, within the limit.
-func fuzzOrdinaryCreate(fr fuzzRequest) bool {
-	return fr.hasAuth && fr.auth == "Bearer "+testToken && fr.contentType == "application/json" &&
-		len(fr.body) <= fuzzMaxBody
-}
-
 // checkFuzzError checks that a failure is answered with status 400 and
 // exactly the Error shape (checkErrorShape), with a code a client can
-// cause, and returns the code.
-func checkFuzzError(t *testing.T, fr fuzzRequest, resp *http.Response, body []byte) int {
+// cause, and returns the code; what names the request.
+func checkFuzzError(t *testing.T, what string, resp *http.Response, body []byte) int {
 	t.Helper()
 	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("%s %s: status %d, want 400 (body %s)", fr.method, fr.path, resp.StatusCode, body)
+		t.Fatalf("%s: status %d, want 400 (body %s)", what, resp.StatusCode, body)
 	}
 	e := checkErrorShape(t, resp, body)
 	switch e.Error {
@@ -211,10 +188,10 @@ func checkFuzzError(t *testing.T, fr fuzzRequest, resp *http.Response, body []by
 		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 	case http.StatusUnauthorized:
 		if resp.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("%s %s: error code 401 without WWW-Authenticate", fr.method, fr.path)
+			t.Errorf("%s: error code 401 without WWW-Authenticate", what)
 		}
 	default:
-		t.Fatalf("%s %s: error code %d for a client's request (body %s)", fr.method, fr.path, e.Error, body)
+		t.Fatalf("%s: error code %d for a client's request (body %s)", what, e.Error, body)
 	}
 	return int(e.Error)
 }

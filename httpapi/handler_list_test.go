@@ -62,11 +62,6 @@ func TestList(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestListRejects(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
 	for _, query := range []string{
 		"?limit=0", "?limit=-1", "?limit=1001", "?limit=abc", "?limit=1.5", "?limit=", "?limit=1&limit=2",
 		"?limit=99999999999", "?after=x", "?after=9223372036854775808", "?after=",
@@ -86,58 +81,52 @@ func TestListRejects(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+// TestPlantByID reads and deletes plants by id, which only its canonical
+// form names, and creates an id again after its delete.
+func TestPlantByID(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.do("POST", "/plants", nil, `{"id":1,"name":"old","tag":"x"}`).wantOK(t, "create")
-	r := e.do("DELETE", "/plants/1", nil, "")
-	if r.status != http.StatusNoContent || len(r.body) != 0 {
-		t.Fatalf("delete = %d %q, want 204 with no body", r.status, r.body)
-	}
-	e.do("DELETE", "/plants/1", nil, "").wantError(t, 400, 404)
-	e.do("DELETE", "/plants/abc", nil, "").wantError(t, 400, 400)
-	e.do("DELETE", "/plants/9223372036854775808", nil, "").wantError(t, 400, 400)
-	e.do("DELETE", "/plants/2", noToken, "").wantError(t, 400, 401)
-	// The id may be created again, with new content.
-	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"new"}`); r.status != 200 || string(r.body) != `{"name":"new"}` {
-		t.Fatalf("create after delete = %d %s", r.status, r.body)
-	}
-}
-
-func TestReadPlant(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	for _, body := range []string{`{"id":-7,"name":"tagged","tag":""}`, `{"id":0,"name":"untagged"}`} {
+	for _, body := range []string{`{"id":-7,"name":"tagged","tag":""}`, `{"id":0,"name":"untagged"}`, `{"id":1,"name":"old","tag":"x"}`} {
 		e.do("POST", "/plants", nil, body).wantOK(t, "create %s", body)
 	}
 	tests := []struct {
-		path     string
-		wantBody string
-		wantCode int // of the Error, when not 200
-		reason   string
+		method, path string
+		headers      hdr
+		wantStatus   int // of a success; 0 for the Error
+		wantBody     string
+		wantCode     int // of the Error
+		reason       string
 	}{
-		{path: "/plants/-7", wantBody: `{"id":-7,"name":"tagged","tag":""}`},
-		{path: "/plants/0", wantBody: `{"id":0,"name":"untagged"}`, reason: "an absent tag stays absent"},
-		{path: "/plants/1", wantCode: 404},
-		{path: "/plants/abc", wantCode: 400},
-		{path: "/plants/+0", wantCode: 400, reason: "a sign other than minus is not canonical"},
-		{path: "/plants/-0", wantCode: 400, reason: "minus zero is not canonical"},
-		{path: "/plants/00", wantCode: 400, reason: "a leading zero is not canonical"},
-		{path: "/plants/-07", wantCode: 400, reason: "a leading zero is not canonical"},
-		{path: "/plants/9223372036854775808", wantCode: 400, reason: "past int64"},
-		{path: "/plants/-", wantCode: 400},
+		{method: "GET", path: "/plants/-7", wantStatus: 200, wantBody: `{"id":-7,"name":"tagged","tag":""}`},
+		{method: "GET", path: "/plants/0", wantStatus: 200, wantBody: `{"id":0,"name":"untagged"}`, reason: "an absent tag stays absent"},
+		{method: "GET", path: "/plants/2", wantCode: 404},
+		{method: "GET", path: "/plants/abc", wantCode: 400},
+		{method: "GET", path: "/plants/+0", wantCode: 400, reason: "a sign other than minus is not canonical"},
+		{method: "GET", path: "/plants/-0", wantCode: 400, reason: "minus zero is not canonical"},
+		{method: "GET", path: "/plants/00", wantCode: 400, reason: "a leading zero is not canonical"},
+		{method: "GET", path: "/plants/-07", wantCode: 400, reason: "a leading zero is not canonical"},
+		{method: "GET", path: "/plants/9223372036854775808", wantCode: 400, reason: "past int64"},
+		{method: "GET", path: "/plants/-", wantCode: 400},
+		{method: "GET", path: "/plants/0", headers: noToken, wantCode: 401},
+		{method: "DELETE", path: "/plants/00", wantCode: 400},
+		{method: "GET", path: "/plants/0", wantStatus: 200, wantBody: `{"id":0,"name":"untagged"}`, reason: "after DELETE /plants/00"},
+		{method: "DELETE", path: "/plants/1", wantStatus: 204},
+		{method: "DELETE", path: "/plants/1", wantCode: 404},
+		{method: "DELETE", path: "/plants/abc", wantCode: 400},
+		{method: "DELETE", path: "/plants/9223372036854775808", wantCode: 400},
+		{method: "DELETE", path: "/plants/2", headers: noToken, wantCode: 401},
 	}
 	for _, tt := range tests {
-		r := e.do("GET", tt.path, nil, "")
-		if tt.wantCode != 0 {
-			t.Run(tt.path, func(t *testing.T) { r.wantError(t, 400, tt.wantCode) })
-			continue
-		}
-		if r.status != 200 || string(r.body) != tt.wantBody {
-			t.Errorf("GET %s = %d %s, want 200 %s (%s)", tt.path, r.status, r.body, tt.wantBody, tt.reason)
-		}
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := e.do(tt.method, tt.path, tt.headers, "")
+			if tt.wantCode != 0 {
+				r.wantError(t, 400, tt.wantCode)
+			} else if r.status != tt.wantStatus || string(r.body) != tt.wantBody {
+				t.Errorf("%s %s = %d %q, want %d %q (%s)", tt.method, tt.path, r.status, r.body, tt.wantStatus, tt.wantBody, tt.reason)
+			}
+		})
 	}
-	e.do("GET", "/plants/0", noToken, "").wantError(t, 400, 401)
-	e.do("DELETE", "/plants/00", nil, "").wantError(t, 400, 400)
-	e.do("GET", "/plants/0", nil, "").wantOK(t, "plant 0 after DELETE /plants/00")
+	if r := e.do("POST", "/plants", nil, `{"id":1,"name":"new"}`); r.status != 200 || string(r.body) != `{"name":"new"}` {
+		t.Fatalf("create after delete = %d %s", r.status, r.body)
+	}
 }

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,9 +31,8 @@ type testEnv struct {
 	logs   *testkit.Buffer
 }
 
-// newEnv serves a handler over storage s on a real loopback server. Unless
-// opts say otherwise it accepts testToken. Every response is validated
-// against the OpenAPI document.
+// newEnv serves a handler over storage s (memory storage when nil) on a
+// real loopback server. Unless opts say otherwise it accepts testToken.
 func newEnv(t *testing.T, s plantstore.Storage, opts ...httpapi.Option) *testEnv {
 	t.Helper()
 	if s == nil {
@@ -46,10 +44,37 @@ func newEnv(t *testing.T, s plantstore.Storage, opts ...httpapi.Option) *testEnv
 		httpapi.WithTokens(testToken),
 		httpapi.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}, opts...)
-	srv := httptest.NewServer(httpapi.New(ps, opts...))
+	e := serveEnv(t, httpapi.New(ps, opts...), ps)
+	e.logs = logs
+	return e
+}
+
+// serveEnv serves h, a handler over ps, on a real loopback server. Every
+// response is validated against the OpenAPI document.
+func serveEnv(t *testing.T, h http.Handler, ps *plantstore.PlantStore) *testEnv {
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testEnv{t: t, url: srv.URL, ps: ps, logs: logs,
+	return &testEnv{t: t, url: srv.URL, ps: ps, logs: &testkit.Buffer{},
 		client: &http.Client{Transport: validatingTransport{t: t}}}
+}
+
+// discardLog is the Option that logs nowhere.
+var discardLog = httpapi.WithLogger(slog.New(slog.DiscardHandler))
+
+// newHandler is a handler over storage s (memory storage when nil),
+// accepting testToken and logging nowhere unless opts say otherwise.
+func newHandler(s plantstore.Storage, opts ...httpapi.Option) http.Handler {
+	if s == nil {
+		s = memstore.New()
+	}
+	return httpapi.New(plantstore.New(s), append([]httpapi.Option{httpapi.WithTokens(testToken), discardLog}, opts...)...)
+}
+
+// serve answers req with h, in process.
+func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
 
 type response struct {
@@ -179,51 +204,6 @@ func storedIDs(t *testing.T, ps *plantstore.PlantStore) []int64 {
 	return ids
 }
 
-func TestCreate(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name     string
-		body     string
-		headers  hdr
-		wantBody string
-		want     plantstore.Plant
-		reason   string
-	}{
-		{name: "no tag", body: `{"id":1,"name":"Monstera"}`, wantBody: `{"name":"Monstera"}`,
-			want: plantstore.Plant{ID: 1, Name: "Monstera"}},
-		{name: "tag", body: `{"id":2,"name":"Aloe","tag":"succulent"}`, wantBody: `{"name":"Aloe","tag":"succulent"}`,
-			want: plantstore.Plant{ID: 2, Name: "Aloe", Tag: "succulent", HasTag: true}},
-		{name: "empty tag", body: `{"id":3,"name":"Fern","tag":""}`, wantBody: `{"name":"Fern","tag":""}`,
-			want: plantstore.Plant{ID: 3, Name: "Fern", HasTag: true}, reason: "an empty tag is present, not absent"},
-		// What the decoder takes (escapes, extreme ids, unknown members,
-		// whitespace) is TestDecodeNewPlant's, and how a plant is written
-		// TestAppendPlant's; these rows show a create's round trip.
-		{name: "content type with charset", body: `{"id":6,"name":"x"}`, wantBody: `{"name":"x"}`,
-			headers: hdr{"Content-Type": "Application/JSON; charset=utf-8"}, want: plantstore.Plant{ID: 6, Name: "x"}},
-		{name: "scheme case-insensitive", body: `{"id":7,"name":"x"}`, wantBody: `{"name":"x"}`,
-			headers: hdr{"Authorization": "bEaReR " + testToken}, want: plantstore.Plant{ID: 7, Name: "x"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			r := e.do("POST", "/plants", tt.headers, tt.body).wantOK(t, "create")
-			if ct := r.header.Get("Content-Type"); ct != "application/json" {
-				t.Errorf("Content-Type = %q, want application/json", ct)
-			}
-			if diff := cmp.Diff(tt.wantBody, string(r.body)); diff != "" {
-				t.Errorf("body mismatch (-want +got):\n%s", diff)
-			}
-			got, err := e.ps.Plant(context.Background(), tt.want.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("stored plant mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // The WWW-Authenticate challenges of a 401.
 const (
 	realm        = `Bearer realm="plantstore"`
@@ -231,13 +211,13 @@ const (
 	badAuthValue = realm + `, error="invalid_request", error_description="malformed Authorization header"`
 )
 
-// TestCreateRejects checks the refusals of a create, which leave the store
-// as it was and show the token neither in the Error nor in the log. A 401
-// carries exactly its challenge: the bare one for credentials of a scheme
-// other than Bearer, without an error code, as RFC 6750 (section 3.1) asks
-// of a request that used an unsupported method; invalid_request for a
-// malformed Bearer header.
-func TestCreateRejects(t *testing.T) {
+// TestCreate checks a create's round trip, and its refusals, which leave
+// the store as it was. No answer shows the token, in the Error or in the
+// log. A 401 carries exactly its challenge: the bare one for credentials
+// of a scheme other than Bearer, without an error code, as RFC 6750
+// (section 3.1) asks of a request that used an unsupported method;
+// invalid_request for a malformed Bearer header.
+func TestCreate(t *testing.T) {
 	t.Parallel()
 	big := `{"id":1,"name":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
 	const valid = `{"id":1,"name":"x"}`
@@ -246,10 +226,22 @@ func TestCreateRejects(t *testing.T) {
 		name      string
 		body      string
 		headers   hdr
-		wantCode  int
-		challenge string // the whole WWW-Authenticate; "" for none
+		want      plantstore.NewPlant // answered and stored by a 200
+		wantCode  int                 // of the Error; 0 for a 200
+		challenge string              // the whole WWW-Authenticate; "" for none
 		reason    string
 	}{
+		// What the decoder takes, and refuses, is TestDecodeNewPlant's, and
+		// how a plant is written, byte for byte, TestAppendPlant's; these
+		// rows show a create's round trip, and that refusals are the Error
+		// 400.
+		{name: "no tag", body: `{"id":1,"name":"Monstera"}`, want: plantstore.NewPlant{ID: 1, Name: "Monstera"}},
+		{name: "tag", body: `{"id":2,"name":"Aloe","tag":"succulent"}`, want: plantstore.NewPlant{ID: 2, Name: "Aloe", Tag: "succulent", HasTag: true}},
+		{name: "empty tag", body: `{"id":3,"name":"Fern","tag":""}`, want: plantstore.NewPlant{ID: 3, Name: "Fern", HasTag: true},
+			reason: "an empty tag is present, not absent"},
+		{name: "content type with charset", body: `{"id":6,"name":"x"}`, headers: hdr{"Content-Type": "Application/JSON; charset=utf-8"},
+			want: plantstore.NewPlant{ID: 6, Name: "x"}},
+		{name: "scheme case-insensitive", body: `{"id":7,"name":"x"}`, headers: auth("bEaReR " + testToken), want: plantstore.NewPlant{ID: 7, Name: "x"}},
 		{name: "no Authorization", body: valid, headers: noToken, wantCode: 401, challenge: realm},
 		{name: "wrong token", body: valid, headers: auth("Bearer nope"), wantCode: 401, challenge: badToken},
 		{name: "token prefix", body: valid, headers: auth("Bearer " + testToken[:5]), wantCode: 401, challenge: badToken},
@@ -268,8 +260,6 @@ func TestCreateRejects(t *testing.T) {
 		{name: "gzip encoding", body: valid, headers: hdr{"Content-Encoding": "gzip"}, wantCode: 415},
 		{name: "over the limit", body: big, wantCode: 413},
 		{name: "empty body", body: ``, wantCode: 400},
-		// What the decoder refuses, and why, is TestDecodeNewPlant's; these
-		// rows show that its refusals and NewPlant's are the Error 400.
 		{name: "not JSON", body: `id=1&name=x`, wantCode: 400},
 		{name: "missing name", body: `{"id":1}`, wantCode: 400},
 		{name: "invalid UTF-8", body: "{\"id\":1,\"name\":\"\xff\"}", wantCode: 400},
@@ -279,25 +269,39 @@ func TestCreateRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			r := e.do("POST", "/plants", tt.headers, tt.body)
-			we := r.wantError(t, http.StatusBadRequest, tt.wantCode)
+			wantIDs := []int64{}
+			if tt.wantCode == 0 {
+				r.wantOK(t, "create")
+				checkCreated(t, e.ps, tt.want, &http.Response{Header: r.header}, r.body)
+				wantIDs = []int64{tt.want.ID}
+			} else if we := r.wantError(t, http.StatusBadRequest, tt.wantCode); strings.Contains(we.Message, testToken) {
+				t.Errorf("the token leaked into the message %q", we.Message)
+			}
 			if got := r.header.Get("WWW-Authenticate"); got != tt.challenge {
 				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.challenge)
 			}
-			if strings.Contains(we.Message, testToken) || strings.Contains(e.logs.String(), testToken) {
-				t.Errorf("the token leaked into the message or the log")
+			if strings.Contains(e.logs.String(), testToken) {
+				t.Errorf("the token leaked into the log")
 			}
-			if diff := cmp.Diff([]int64{}, storedIDs(t, e.ps)); diff != "" {
-				t.Errorf("a rejected request changed the store (-want +got):\n%s", diff)
+			if diff := cmp.Diff(wantIDs, storedIDs(t, e.ps)); diff != "" {
+				t.Errorf("stored ids mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestConflict(t *testing.T) {
+// TestConventionalStatus checks that WithConventionalStatus answers each
+// Error with its code as the status, and that a conflicting create leaves
+// the plant as it was.
+func TestConventionalStatus(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`).wantOK(t, "first create")
-	e.do("POST", "/plants", nil, `{"id":1,"name":"second"}`).wantError(t, 400, 409)
+	e := newEnv(t, nil, httpapi.WithConventionalStatus())
+	e.do("POST", "/plants", noToken, `{}`).wantError(t, 401, 401)
+	e.do("POST", "/plants", hdr{"Content-Type": "text/plain"}, `{}`).wantError(t, 415, 415)
+	e.do("POST", "/plants", nil, `{`).wantError(t, 400, 400)
+	e.do("GET", "/nowhere", nil, ``).wantError(t, 404, 404)
+	e.do("POST", "/plants", nil, `{"id":1,"name":"first","tag":"a"}`).wantOK(t, "create")
+	e.do("POST", "/plants", nil, `{"id":1,"name":"second"}`).wantError(t, 409, 409)
 	got, err := e.ps.Plant(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -307,35 +311,21 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-func TestConventionalStatus(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil, httpapi.WithConventionalStatus())
-	e.do("POST", "/plants", noToken, `{}`).wantError(t, 401, 401)
-	e.do("POST", "/plants", hdr{"Content-Type": "text/plain"}, `{}`).wantError(t, 415, 415)
-	e.do("POST", "/plants", nil, `{`).wantError(t, 400, 400)
-	e.do("GET", "/nowhere", nil, ``).wantError(t, 404, 404)
-	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
-	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 409, 409)
-}
-
+// TestFailsClosed checks that a handler given no way to authenticate
+// refuses every request that needs a token, and that
+// InsecureWithoutAuthentication serves them without one.
 func TestFailsClosed(t *testing.T) {
 	t.Parallel()
 	ps := plantstore.New(memstore.New())
-	srv := httptest.NewServer(httpapi.New(ps, httpapi.WithLogger(slog.New(slog.DiscardHandler))))
-	t.Cleanup(srv.Close)
-	e := &testEnv{t: t, url: srv.URL, ps: ps, client: &http.Client{Transport: validatingTransport{t: t}}, logs: &testkit.Buffer{}}
+	e := serveEnv(t, httpapi.New(ps, discardLog), ps)
 	e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
 	e.do("POST", "/plants", noToken, `{"id":1,"name":"x"}`).wantError(t, 400, 401)
 	e.do("GET", "/plants", nil, ``).wantError(t, 400, 401)
 	if diff := cmp.Diff([]int64{}, storedIDs(t, e.ps)); diff != "" {
 		t.Errorf("store changed (-want +got):\n%s", diff)
 	}
-}
-
-func TestInsecureWithoutAuthentication(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
-	e.do("POST", "/plants", noToken, `{"id":1,"name":"x"}`).wantOK(t, "create")
+	insecure := newEnv(t, nil, httpapi.InsecureWithoutAuthentication())
+	insecure.do("POST", "/plants", noToken, `{"id":1,"name":"x"}`).wantOK(t, "create without authentication")
 }
 
 // faultyStorage answers Create with err, or panics when err is nil.
@@ -353,6 +343,12 @@ func (f *faultyStorage) Create(ctx context.Context, p plantstore.Plant) error {
 
 func (f *faultyStorage) Ping(ctx context.Context) error { return f.err }
 
+// TestStorageFailures checks that a create the storage fails is answered
+// with the Error of its kind, the cause logged and not shown; that every
+// 503 says when to come back (the writes have just begun failing), GET
+// /readyz's too; and that the server keeps serving, GET /healthz with 200.
+// Both probes answer 200 without a token when all is well: that is
+// TestRequestIDOnEveryResponse's.
 func TestStorageFailures(t *testing.T) {
 	t.Parallel()
 	secret := "db password is hunter2"
@@ -372,11 +368,14 @@ func TestStorageFailures(t *testing.T) {
 			e := newEnv(t, &faultyStorage{Store: memstore.New(), err: tt.err})
 			r := e.do("POST", "/plants", nil, `{"id":1,"name":"x"}`)
 			we := r.wantError(t, 400, tt.wantCode)
-			// Every 503 says when to come back; the writes have just
-			// begun failing.
 			wantRetryAfter := ""
 			if tt.wantCode == 503 {
 				wantRetryAfter = "1"
+				ready := e.do("GET", "/readyz", noToken, ``)
+				ready.wantError(t, 400, 503)
+				if got := ready.header.Get("Retry-After"); got != "1" {
+					t.Errorf("GET /readyz with storage down: Retry-After = %q, want 1", got)
+				}
 			}
 			if got := r.header.Get("Retry-After"); got != wantRetryAfter {
 				t.Errorf("Retry-After = %q, want %q", got, wantRetryAfter)
@@ -387,34 +386,7 @@ func TestStorageFailures(t *testing.T) {
 			if !strings.Contains(e.logs.String(), tt.wantLog) {
 				t.Errorf("log does not hold the cause %q:\n%s", tt.wantLog, e.logs.String())
 			}
-			// The server keeps serving.
-			e.do("GET", "/healthz", nil, ``).wantOK(t, "healthz after the failure")
+			e.do("GET", "/healthz", noToken, ``).wantOK(t, "healthz after the failure")
 		})
-	}
-}
-
-// TestHealth checks that with the storage down GET /readyz is the Error
-// 503, saying when to come back, while GET /healthz still answers 200.
-// Both answer 200 without a token when all is well: that is
-// TestRequestIDOnEveryResponse's.
-func TestHealth(t *testing.T) {
-	t.Parallel()
-	down := newEnv(t, &faultyStorage{Store: memstore.New(), err: plantstore.ErrUnavailable})
-	r := down.do("GET", "/readyz", noToken, ``)
-	r.wantError(t, 400, 503)
-	if got := r.header.Get("Retry-After"); got != "1" {
-		t.Errorf("GET /readyz with storage down: Retry-After = %q, want 1", got)
-	}
-	down.do("GET", "/healthz", noToken, ``).wantOK(t, "healthz with storage down")
-}
-
-// TestOpenAPIServed checks that GET /openapi.json serves OpenAPI() as it
-// is, without a token; that it is valid, validatingTransport's router does.
-func TestOpenAPIServed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	r := e.do("GET", "/openapi.json", noToken, ``).wantOK(t, "GET /openapi.json")
-	if !bytes.Equal(r.body, httpapi.OpenAPI()) {
-		t.Error("served document differs from OpenAPI()")
 	}
 }

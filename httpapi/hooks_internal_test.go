@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/plantstore/plantstore"
@@ -122,3 +125,81 @@ func TestHooksOneSetIsNotWrapped(t *testing.T) {
 
 func servedHook(Served)                         {}
 func routedHook(context.Context, Route, string) {}
+
+func TestAppendPlant(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		p      plantstore.Plant
+		withID bool
+		want   string
+		reason string
+	}{
+		{name: "untagged", p: plantstore.Plant{ID: 7, Name: "Fern"}, want: `{"name":"Fern"}`},
+		{name: "untagged with id", p: plantstore.Plant{ID: -7, Name: "Fern"}, withID: true, want: `{"id":-7,"name":"Fern"}`},
+		{name: "empty tag", p: plantstore.Plant{ID: 1, Name: "", Tag: "", HasTag: true}, withID: true,
+			want: `{"id":1,"name":"","tag":""}`, reason: "a tag that is present is written even when empty"},
+		{name: "tag without HasTag", p: plantstore.Plant{ID: 1, Name: "a", Tag: "x"}, want: `{"name":"a"}`},
+		{name: "escapes", p: plantstore.Plant{Name: "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f", Tag: "<&>\u2028é😀", HasTag: true},
+			want:   `{"name":"q\"b\\s/\b\f\n\r\t\u0001\u001f` + "\x7f" + `","tag":"<&>` + "\u2028é😀" + `"}`,
+			reason: "the shortest form: only quotes, backslashes and control characters are escaped"},
+		{name: "invalid UTF-8", p: plantstore.Plant{Name: "a\xffb"}, want: `{"name":"a` + "\ufffd" + `b"}`,
+			reason: "never stored, but the output stays valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := appendPlant([]byte("x"), tt.p, tt.withID)
+			if diff := cmp.Diff("x"+tt.want, string(got)); diff != "" {
+				t.Errorf("appendPlant(%+v, %v) mismatch (-want +got):\n%s", tt.p, tt.withID, diff)
+			}
+		})
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		failing time.Duration
+		want    int
+		reason  string
+	}{
+		{0, 1, "writes are not failing"},
+		{time.Millisecond, 1, ""},
+		{2 * time.Second, 1, ""},
+		{2*time.Second + 1, 2, "half, rounded up"},
+		{19 * time.Second, 10, ""},
+		{time.Minute, 30, ""},
+		{time.Hour, 30, "never more than maxRetryAfter"},
+	}
+	for _, tt := range tests {
+		if got := retryAfterSeconds(tt.failing); got != tt.want {
+			t.Errorf("retryAfterSeconds(%v) = %d, want %d %s", tt.failing, got, tt.want, tt.reason)
+		}
+	}
+}
+
+// BenchmarkRequestID measures what giving a request its id costs, with an
+// id generated and with the client's kept.
+func BenchmarkRequestID(b *testing.B) {
+	for _, tt := range []struct {
+		name   string
+		header []string
+	}{
+		{"generated", nil},
+		{"client", []string{"0b6c4a3e-6a3f-4b8e-9d55-2f0c1d7a9e11"}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/healthz", nil)
+			if tt.header != nil {
+				req.Header[requestIDHeader] = tt.header
+			}
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := withRequestID(w, req); RequestID(r.Context()) == "" {
+					b.Fatal("no request id")
+				}
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,50 +46,62 @@ func itoa(code int) string {
 	if code == 0 {
 		return "ok"
 	}
-	return string(rune('0'+code/100)) + string(rune('0'+code/10%10)) + string(rune('0'+code%10))
+	return strconv.Itoa(code)
 }
 
+// TestHooks checks the route, method and code the Served hook is told of
+// each request, without and with an access log, which shares its
+// recorder. Paths whose %-escapes decode to a route or an id are routed as
+// sent, so they reach no plant.
 func TestHooks(t *testing.T) {
 	t.Parallel()
-	for _, accessLog := range []bool{false, true} {
-		name := "log=off"
-		if accessLog {
-			name = "log=on"
-		}
-		t.Run(name, func(t *testing.T) {
+	tests := []struct {
+		method, path string
+		headers      hdr
+		body         string
+		status       int    // 400: the Error of served's code
+		served       string // "METHOD route code", as servedLog keeps it
+	}{
+		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200, "POST /plants ok"},
+		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400, "POST /plants 409"},
+		{"POST", "/plants", hdr{"Authorization": "Bearer wrong"}, `{"id":3}`, 400, "POST /plants 401"},
+		{"POST", "/plants", hdr{"Content-Type": "text/plain"}, `{}`, 400, "POST /plants 415"},
+		{"DELETE", "/plants%2F1", nil, "", 400, "DELETE other 404"},        // an escaped slash separates no segments
+		{"GET", "/plants%2f1", nil, "", 400, "GET other 404"},              // nor in lower case
+		{"DELETE", "/plants/%31", nil, "", 400, "DELETE /plants/{id} 400"}, // an escaped digit is no canonical id
+		{"GET", "/plants/%2B1", nil, "", 400, "GET /plants/{id} 400"},      // nor an escaped plus sign
+		{"GET", "/%70lants", nil, "", 400, "GET other 404"},                // an escaped letter spells no route
+		{"GET", "/healthz%2F", nil, "", 400, "GET other 404"},
+		{"GET", "/plants/1", nil, "", 200, "GET /plants/{id} ok"},
+		{"GET", "/plants/01", nil, "", 400, "GET /plants/{id} 400"}, // a non-canonical id
+		{"DELETE", "/plants/1", nil, "", 204, "DELETE /plants/{id} ok"},
+		{"DELETE", "/plants/1", nil, "", 400, "DELETE /plants/{id} 404"},
+		{"GET", "/plants/1/leaves", nil, "", 400, "GET other 404"},
+		{"GET", "/secret-admin-path-x", nil, "", 400, "GET other 404"},
+		{"PUT", "/plants", nil, "", 400, "PUT /plants 405"},
+		{"BREW", "/plants", nil, "", 400, "BREW /plants 405"}, // a method HTTP does not define
+		{"GET", "/healthz", noToken, "", 200, "GET /healthz ok"},
+		{"OPTIONS", "/plants/7", nil, "", 204, "OPTIONS /plants/{id} ok"},
+	}
+	for _, accessLog := range []string{"off", "on"} {
+		t.Run("log="+accessLog, func(t *testing.T) {
 			var l servedLog
 			opts := []httpapi.Option{httpapi.WithHooks(l.hooks())}
-			if accessLog {
-				// The access log and the hooks share one recorder: the
-				// Error codes must reach both.
+			if accessLog == "on" {
 				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
 			}
 			e := newEnv(t, nil, opts...)
-			send := func(method, path string, headers map[string]string, body string, wantStatus int) {
-				t.Helper()
-				if r := e.do(method, path, headers, body); r.status != wantStatus {
-					t.Fatalf("%s %s = %d %s, want %d", method, path, r.status, r.body, wantStatus)
+			var want []string
+			for _, tt := range tests {
+				r := e.do(tt.method, tt.path, tt.headers, tt.body)
+				if r.status != tt.status {
+					t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.status)
 				}
-			}
-			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200)
-			send("POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400)                                  // 409
-			send("POST", "/plants", map[string]string{"Authorization": "Bearer wrong"}, `{"id":3}`, 400) // 401
-			send("POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`, 400)          // 415
-			send("GET", "/plants/1", nil, "", 200)
-			send("GET", "/plants/01", nil, "", 400)              // 400, a non-canonical id
-			send("DELETE", "/plants/1", nil, "", 204)            // a success without a body
-			send("DELETE", "/plants/1", nil, "", 400)            // 404
-			send("GET", "/plants/1/leaves", nil, "", 400)        // 404, no such route
-			send("GET", "/secret-admin-path-"+"x", nil, "", 400) // 404, no such route
-			send("PUT", "/plants", nil, "", 400)                 // 405
-			send("BREW", "/plants", nil, "", 400)                // 405, a method HTTP does not define
-			send("GET", "/healthz", noToken, "", 200)
-			send("OPTIONS", "/plants/7", nil, "", 204)
-			want := []string{
-				"POST /plants ok", "POST /plants 409", "POST /plants 401", "POST /plants 415",
-				"GET /plants/{id} ok", "GET /plants/{id} 400", "DELETE /plants/{id} ok", "DELETE /plants/{id} 404",
-				"GET other 404", "GET other 404", "PUT /plants 405", "BREW /plants 405", "GET /healthz ok",
-				"OPTIONS /plants/{id} ok",
+				if tt.status == 400 {
+					code, _ := strconv.Atoi(tt.served[strings.LastIndex(tt.served, " ")+1:])
+					r.wantError(t, 400, code)
+				}
+				want = append(want, tt.served)
 			}
 			if diff := cmp.Diff(want, l.take()); diff != "" {
 				t.Errorf("requests served (-want +got):\n%s", diff)
@@ -130,7 +144,8 @@ func TestRoutes(t *testing.T) {
 
 // TestMetricsRoute checks GET /metrics: error 404 without a metrics
 // handler; with one, behind the token unless public, GET and HEAD only,
-// and through the request ids and the hooks like any route.
+// and through the request ids (validatingTransport's check) and the hooks
+// like any route.
 func TestMetricsRoute(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,8 +160,8 @@ func TestMetricsRoute(t *testing.T) {
 		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithHooks(l.hooks()))
 		e.do("GET", "/metrics", noToken, "").wantError(t, 400, 401)
 		r := e.do("GET", "/metrics", nil, "")
-		if r.status != 200 || string(r.body) != "plantstore_up 1\n" || r.header.Get("X-Request-Id") == "" {
-			t.Errorf("GET /metrics with the token = %d %q (X-Request-Id %q), want the metrics and an id", r.status, r.body, r.header.Get("X-Request-Id"))
+		if r.status != 200 || string(r.body) != "plantstore_up 1\n" {
+			t.Errorf("GET /metrics with the token = %d %q, want the metrics", r.status, r.body)
 		}
 		e.do("HEAD", "/metrics", nil, "").wantOK(t, "HEAD /metrics")
 		e.do("POST", "/metrics", nil, "").wantError(t, 400, 405)
@@ -165,7 +180,8 @@ func TestMetricsRoute(t *testing.T) {
 
 // TestDocsRoute checks GET /docs and /docs/NAME: error 404 without a docs
 // handler; with one, served by it without a token, GET and HEAD only, and
-// through the request ids and the hooks like any route.
+// through the request ids (validatingTransport's check) and the hooks like
+// any route.
 func TestDocsRoute(t *testing.T) {
 	docs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -186,8 +202,8 @@ func TestDocsRoute(t *testing.T) {
 		e := newEnv(t, nil, httpapi.WithDocs(docs), httpapi.WithHooks(l.hooks()))
 		for _, path := range []string{"/docs", "/docs/init.js"} {
 			r := e.do("GET", path, noToken, "")
-			if r.status != 200 || string(r.body) != "docs at "+path || r.header.Get("X-Request-Id") == "" {
-				t.Errorf("GET %s without a token = %d %q (X-Request-Id %q), want the docs handler's answer and an id", path, r.status, r.body, r.header.Get("X-Request-Id"))
+			if r.status != 200 || string(r.body) != "docs at "+path {
+				t.Errorf("GET %s without a token = %d %q, want the docs handler's answer", path, r.status, r.body)
 			}
 		}
 		e.do("HEAD", "/docs", noToken, "").wantOK(t, "HEAD /docs")
@@ -219,38 +235,37 @@ func TestDocsRoute(t *testing.T) {
 
 // TestHooksCompose gives the handler three sets of Hooks beside an access
 // log: every set is told of each request, in the order the sets were
-// given, Routed before Served.
+// given, Routed before Served, with the context the request came with.
 func TestHooksCompose(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
+	type ctxKey struct{}
 	var calls []string
 	set := func(name string) httpapi.Hooks {
 		return httpapi.Hooks{
-			Routed: func(_ context.Context, route httpapi.Route, method string) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, name+" routed "+method+" "+route.String())
+			Routed: func(ctx context.Context, route httpapi.Route, method string) {
+				calls = append(calls, ctx.Value(ctxKey{}).(string)+" "+name+" routed "+method+" "+route.String())
 			},
 			Served: func(s httpapi.Served) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, name+" served "+s.Method+" "+s.Route.String()+" "+itoa(s.Code))
+				calls = append(calls, s.Context.Value(ctxKey{}).(string)+" "+name+" served "+s.Method+" "+s.Route.String()+" "+itoa(s.Code))
 			},
 		}
 	}
 	onlyServed := set("C")
 	onlyServed.Routed = nil
-	e := newEnv(t, nil, httpapi.WithHooks(set("A")), httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}),
+	h := newHandler(nil, httpapi.WithHooks(set("A")), httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}),
 		httpapi.WithHooks(httpapi.Hooks{}), httpapi.WithHooks(set("B")), httpapi.WithHooks(onlyServed))
-	if r := e.do("GET", "/plants/7", nil, ""); r.status != 400 {
-		t.Fatalf("GET /plants/7 = %d %s, want 400 (404)", r.status, r.body)
+	var want []string
+	for i, rq := range []struct{ method, path, served string }{
+		{"POST", "/plants", "POST /plants ok"}, {"GET", "/plants/42", "GET /plants/{id} 404"},
+		{"DELETE", "/plants/7", "DELETE /plants/{id} 404"}, {"GET", "/plants/42/x", "GET other 404"}, {"PUT", "/plants", "PUT /plants 405"},
+	} {
+		id := string(rune('a' + i))
+		req := newRequest(rq.method, rq.path, nil, strings.NewReader(`{"id":1,"name":"Fern"}`))
+		serve(h, req.WithContext(context.WithValue(req.Context(), ctxKey{}, id)))
+		routed := id + " %s routed " + rq.served[:strings.LastIndex(rq.served, " ")]
+		served := id + " %s served " + rq.served
+		want = append(want, fmt.Sprintf(routed, "A"), fmt.Sprintf(routed, "B"), fmt.Sprintf(served, "A"), fmt.Sprintf(served, "B"), fmt.Sprintf(served, "C"))
 	}
-	want := []string{
-		"A routed GET /plants/{id}", "B routed GET /plants/{id}",
-		"A served GET /plants/{id} 404", "B served GET /plants/{id} 404", "C served GET /plants/{id} 404",
-	}
-	mu.Lock()
-	defer mu.Unlock()
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("hook calls (-want +got):\n%s", diff)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,14 +40,11 @@ func (s stallingBody) Read(p []byte) (int, error) {
 // process, which other tests would add to.
 func TestClaimedBodyDoesNotReserveMemory(t *testing.T) {
 	const requests = 32
-	h := httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithTokens(testToken), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
+	h := newHandler(nil)
 	send := func() *httptest.ResponseRecorder {
 		req := newRequest("POST", "/plants", nil, stallingBody{strings.NewReader("{")})
 		req.ContentLength = httpapi.DefaultMaxBodyBytes
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
+		return serve(h, req)
 	}
 	send() // fills the pools
 	var before, after runtime.MemStats
@@ -88,8 +84,7 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 	t.Parallel()
 	const limit = 300 << 10
 	ps := plantstore.New(memstore.New())
-	h := httpapi.New(ps, httpapi.WithTokens(testToken),
-		httpapi.WithMaxBodyBytes(limit), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
+	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(limit), discardLog)
 	body := func(id, size int) string {
 		s := fmt.Sprintf(`{"id":%d,"name":"`, id)
 		return s + strings.Repeat("a", size-len(s)-2) + `"}`
@@ -116,8 +111,7 @@ func TestBodyLimitWhileGrowing(t *testing.T) {
 			if tt.declared {
 				req.ContentLength = int64(len(tt.body))
 			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := serve(h, req)
 			switch {
 			case tt.wantCode == 0 && rec.Code != 200:
 				t.Errorf("answered %d %.200s, want 200", rec.Code, rec.Body)
@@ -229,49 +223,13 @@ func TestListPageBytes(t *testing.T) {
 	}
 }
 
-// TestEscapedPaths sends paths whose %-escapes decode to a route or an
-// id: they are routed as sent, so they reach no plant, and the hooks are
-// told the route they were answered on.
-func TestEscapedPaths(t *testing.T) {
-	t.Parallel()
-	var l servedLog
-	e := newEnv(t, nil, httpapi.WithHooks(l.hooks()))
-	e.do("POST", "/plants", nil, `{"id":1,"name":"kept"}`).wantOK(t, "create")
-	tests := []struct {
-		method, path string
-		wantCode     int
-		reason       string
-	}{
-		{"DELETE", "/plants%2F1", 404, "an escaped slash separates no segments"},
-		{"GET", "/plants%2f1", 404, "nor in lower case"},
-		{"DELETE", "/plants/%31", 400, "an escaped digit is not a canonical id"},
-		{"GET", "/plants/%2B1", 400, "nor an escaped plus sign"},
-		{"GET", "/%70lants", 404, "an escaped letter spells no route"},
-		{"GET", "/healthz%2F", 404, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			e.do(tt.method, tt.path, nil, "").wantError(t, 400, tt.wantCode)
-		})
-	}
-	e.do("GET", "/plants/1", nil, "").wantOK(t, "plant 1 after the escaped requests")
-	want := []string{"POST /plants ok",
-		"DELETE other 404", "GET other 404", "DELETE /plants/{id} 400", "GET /plants/{id} 400", "GET other 404", "GET other 404",
-		"GET /plants/{id} ok"}
-	if diff := cmp.Diff(want, l.take()); diff != "" {
-		t.Errorf("requests served (-want +got):\n%s", diff)
-	}
-}
-
 // TestHeaderBytes sends raw requests of exactly the header limit and of
 // one byte more: the first is served, the second answered with the Error
 // for 431, and the count of header bytes is the one on the wire.
 func TestHeaderBytes(t *testing.T) {
 	t.Parallel()
 	const limit = 1024
-	srv := httptest.NewServer(httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithTokens(testToken), httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus(),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
+	srv := httptest.NewServer(newHandler(nil, httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus()))
 	t.Cleanup(srv.Close)
 	request := func(size int) string {
 		head := "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Pad: "

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,21 +24,22 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
-	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
 // servedDocument returns the document h serves at path.
 func servedDocument(t *testing.T, h http.Handler, path string) []byte {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	rec := serve(h, httptest.NewRequest("GET", path, nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
 	}
 	return rec.Body.Bytes()
 }
 
+// TestWithBaseURL checks the document GET /openapi.json serves, without a
+// token: OpenAPI() as it is by default, else with WithBaseURL's server.
+// That it is valid, validatingTransport's router does.
 func TestWithBaseURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -51,20 +52,22 @@ func TestWithBaseURL(t *testing.T) {
 		{name: "absolute", base: "https://plants.example.com/api", want: "https://plants.example.com/api"},
 		{name: "needs escaping", base: `/a"b<c>`, want: `/a"b<c>`},
 	}
-	quiet := httpapi.WithLogger(slog.New(slog.DiscardHandler))
 	var want map[string]any
 	if err := json.Unmarshal(httpapi.OpenAPI(), &want); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := []httpapi.Option{quiet}
+			opts := []httpapi.Option{discardLog}
 			if tt.base != "" {
 				opts = append(opts, httpapi.WithBaseURL(tt.base))
 			}
-			h := httpapi.New(plantstore.New(memstore.New()), opts...)
+			served := servedDocument(t, httpapi.New(plantstore.New(memstore.New()), opts...), "/openapi.json")
+			if tt.base == "" && !bytes.Equal(served, httpapi.OpenAPI()) {
+				t.Error("served document differs from OpenAPI()")
+			}
 			var got map[string]any
-			if err := json.Unmarshal(servedDocument(t, h, "/openapi.json"), &got); err != nil {
+			if err := json.Unmarshal(served, &got); err != nil {
 				t.Fatalf("the served document does not parse: %v", err)
 			}
 			want["servers"] = []any{map[string]any{"url": tt.want}}
@@ -83,8 +86,6 @@ func TestBaseURLUnderStripPrefix(t *testing.T) {
 	ps := plantstore.New(memstore.New())
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithBaseURL("/api"))))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
 
 	doc, err := loadStrict(servedDocument(t, mux, "/api/openapi.json"))
 	if err != nil {
@@ -97,8 +98,8 @@ func TestBaseURLUnderStripPrefix(t *testing.T) {
 	if _, _, err := router.FindRoute(httptest.NewRequest("GET", "/plants", nil)); err == nil {
 		t.Error("the document served under /api routes /plants, which the mux does not serve")
 	}
-	e := &testEnv{t: t, url: srv.URL, ps: ps, logs: &testkit.Buffer{},
-		client: &http.Client{Transport: validatingTransport{t: t, router: router}}}
+	e := serveEnv(t, mux, ps)
+	e.client.Transport = validatingTransport{t: t, router: router}
 	e.do("POST", "/api/plants", nil, `{"id":1,"name":"x"}`).wantOK(t, "create")
 	e.do("GET", "/api/plants/1", nil, ``).wantOK(t, "read")
 	e.do("GET", "/api/plants/2", nil, ``).wantError(t, 400, 404)
@@ -202,13 +203,8 @@ func lintTools(t *testing.T) string {
 // nodeAtLeast reports whether the Node.js version v ("v20.19.2") is at
 // least min.
 func nodeAtLeast(v string, min [2]int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
 		return false
 	}
 	return major > min[0] || major == min[0] && minor >= min[1]
@@ -221,8 +217,7 @@ func nodeAtLeast(v string, min [2]int) bool {
 func TestOpenAPILint(t *testing.T) {
 	t.Parallel()
 	tools := lintTools(t)
-	h := httpapi.New(plantstore.New(memstore.New()),
-		httpapi.WithTokens(testToken), httpapi.WithBaseURL("https://api.plantstore.dev/v1/"))
+	h := newHandler(nil, httpapi.WithBaseURL("https://api.plantstore.dev/v1/"))
 	tests := []struct {
 		name      string
 		doc       []byte
@@ -264,27 +259,38 @@ func TestOpenAPILint(t *testing.T) {
 	}
 }
 
+// lintReports runs cmd, a validator of n documents, and decodes the
+// reports it prints, one per document, in order. It may exit with a
+// failure for an invalid document.
+func lintReports[T any](t *testing.T, cmd *exec.Cmd, n int) []T {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
+		t.Fatalf("run %s: %v", cmd, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	reports := make([]T, n)
+	for i := range reports {
+		if jerr := dec.Decode(&reports[i]); jerr != nil {
+			t.Fatalf("the report of %s does not parse (%v; exit: %v):\n%s\n%s", cmd, jerr, err, out, stderr.Bytes())
+		}
+	}
+	return reports
+}
+
 // swaggerParser validates the documents at paths with swagger-parser and
 // returns, for each, why it is invalid, or "".
 func swaggerParser(ctx context.Context, t *testing.T, tools string, paths []string) []string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(tools, "validate.cjs")}, paths...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("run swagger-parser: %v\n%s", err, stderr.Bytes())
+	type report struct {
+		Valid   bool
+		Message string
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(tools, "validate.cjs")}, paths...)...)
 	var why []string
-	for range paths {
-		var r struct {
-			Valid   bool
-			Message string
-		}
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("swagger-parser's report does not parse: %v\n%s", err, out)
-		}
+	for _, r := range lintReports[report](t, cmd, len(paths)) {
 		if !r.Valid && r.Message == "" {
 			r.Message = "invalid, without a reason"
 		}
@@ -297,46 +303,29 @@ func swaggerParser(ctx context.Context, t *testing.T, tools string, paths []stri
 // and returns the problems of each, warnings included, one line each.
 func redocly(ctx context.Context, t *testing.T, tools string, paths []string) [][]string {
 	t.Helper()
+	type report struct {
+		Totals   struct{ Errors, Warnings int }
+		Problems []struct {
+			RuleID            string `json:"ruleId"`
+			Severity, Message string
+			Location          []struct{ Pointer string }
+		}
+	}
 	args := append([]string{"lint", "--extends", "recommended", "--format", "json"}, paths...)
 	cmd := exec.CommandContext(ctx, filepath.Join(tools, "node_modules", ".bin", "redocly"), args...)
 	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", "NO_COLOR=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
-		t.Fatalf("run redocly: %v", err)
-	}
-	// One report per document, one after the other.
-	dec := json.NewDecoder(bytes.NewReader(out))
 	var all [][]string
-	for range paths {
-		var report struct {
-			Totals struct {
-				Errors, Warnings int
-			}
-			Problems []struct {
-				RuleID   string `json:"ruleId"`
-				Severity string
-				Message  string
-				Location []struct {
-					Pointer string
-				}
-			}
-		}
-		if jerr := dec.Decode(&report); jerr != nil {
-			t.Fatalf("redocly's report does not parse (%v; exit: %v):\n%s\n%s", jerr, err, out, stderr.Bytes())
-		}
+	for _, r := range lintReports[report](t, cmd, len(paths)) {
 		var problems []string
-		for _, p := range report.Problems {
+		for _, p := range r.Problems {
 			where := ""
 			if len(p.Location) > 0 {
 				where = p.Location[0].Pointer
 			}
 			problems = append(problems, p.Severity+" "+p.RuleID+" at "+where+": "+p.Message)
 		}
-		if len(problems) == 0 && report.Totals.Errors+report.Totals.Warnings > 0 {
-			t.Fatalf("redocly counts %d errors and %d warnings but lists none:\n%s",
-				report.Totals.Errors, report.Totals.Warnings, out)
+		if len(problems) == 0 && r.Totals.Errors+r.Totals.Warnings > 0 {
+			t.Fatalf("redocly counts %d errors and %d warnings but lists none", r.Totals.Errors, r.Totals.Warnings)
 		}
 		all = append(all, problems)
 	}

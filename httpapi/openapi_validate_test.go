@@ -17,28 +17,26 @@ import (
 	"github.com/plantstore/plantstore/httpapi"
 )
 
-var (
-	specOnce   sync.Once
-	specRouter routers.Router
-	specErr    error
-)
+// specRouter loads the handler's own OpenAPI document, once, checks that
+// it is a valid OpenAPI document, and returns a router over it, whose
+// response schemas are closed (see [loadStrict]).
+var specRouter = sync.OnceValues(func() (routers.Router, error) {
+	doc, err := loadStrict(httpapi.OpenAPI())
+	if err != nil {
+		return nil, err
+	}
+	return gorillamux.NewRouter(doc)
+})
 
-// openAPIRouter loads the handler's own OpenAPI document, checks that it is
-// a valid OpenAPI document, and returns a router over it, whose response
-// schemas are closed (see [loadStrict]).
+// openAPIRouter returns specRouter's router, or stops t if the document is
+// not valid.
 func openAPIRouter(t *testing.T) routers.Router {
 	t.Helper()
-	specOnce.Do(func() {
-		var doc *openapi3.T
-		if doc, specErr = loadStrict(httpapi.OpenAPI()); specErr != nil {
-			return
-		}
-		specRouter, specErr = gorillamux.NewRouter(doc)
-	})
-	if specErr != nil {
-		t.Fatalf("the OpenAPI document is not valid: %v", specErr)
+	router, err := specRouter()
+	if err != nil {
+		t.Fatalf("the OpenAPI document is not valid: %v", err)
 	}
-	return specRouter
+	return router
 }
 
 // loadStrict loads the OpenAPI document data, checks that it is valid, and
@@ -66,7 +64,8 @@ func loadStrict(data []byte) (*openapi3.T, error) {
 }
 
 // validatingTransport checks every response that passes through it
-// against the OpenAPI document, failing the test on any mismatch.
+// against the OpenAPI document, and its X-Request-Id, failing the test on
+// any mismatch.
 type validatingTransport struct {
 	t      *testing.T
 	router routers.Router // the document's routes; nil for openAPIRouter's
@@ -90,6 +89,13 @@ func (vt validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 func (vt validatingTransport) validate(req *http.Request, resp *http.Response, body []byte) {
 	t := vt.t
 	t.Helper()
+	// Every answer carries one X-Request-Id: the client's, or a generated
+	// one; which ids are kept is TestRequestIDFromClient's.
+	if got, sent := resp.Header.Values("X-Request-Id"), req.Header.Get("X-Request-Id"); len(got) != 1 ||
+		sent != "" && got[0] != sent || sent == "" && !generatedID.MatchString(got[0]) {
+		t.Errorf("%s %s with X-Request-Id %q: answered with X-Request-Id %q, want the client's or a generated one",
+			req.Method, req.URL.Path, sent, got)
+	}
 	r := req.Clone(context.Background())
 	if (r.URL.Path == "/metrics" || r.URL.Path == "/docs" || strings.HasPrefix(r.URL.Path, "/docs/")) && resp.StatusCode < 300 {
 		// The host's metrics, or its reference page, in their own

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
@@ -24,10 +23,11 @@ import (
 // generatedID is the form of a request id the handler makes up.
 var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// TestRequestIDOnEveryResponse sends every kind of request over loopback,
-// with and without an X-Request-Id, and checks that each answer carries
-// the client's id or a generated one; that generated ids differ is
-// TestGeneratedRequestIDsDiffer's.
+// TestRequestIDOnEveryResponse sends every kind of request over loopback
+// with an X-Request-Id, which validatingTransport checks each answer
+// carries back; it checks that every answer to a request without one, in
+// every test through newEnv, carries a generated id. Which ids are kept,
+// and that generated ones differ, is TestRequestIDFromClient's.
 func TestRequestIDOnEveryResponse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -56,30 +56,16 @@ func TestRequestIDOnEveryResponse(t *testing.T) {
 		{"delete", "DELETE", "/plants/7", nil, ``, 204},
 	}
 	for _, tt := range tests {
-		for _, clientID := range []string{"", "client-" + strings.ReplaceAll(tt.name, " ", "-")} {
-			header := hdr{"X-Request-Id": clientID}
-			maps.Copy(header, tt.header)
-			r := e.do(tt.method, tt.path, header, tt.body)
-			// A row's second request repeats a create or a delete, so
-			// only the first one's status is known.
-			if clientID == "" && r.status != tt.wantStatus {
-				t.Errorf("%s: status %d, want %d (body %s)", tt.name, r.status, tt.wantStatus, r.body)
-			}
-			got := r.header.Values("X-Request-Id")
-			if len(got) != 1 {
-				t.Errorf("%s with X-Request-Id %q: response has X-Request-Id %q, want one value", tt.name, clientID, got)
-				continue
-			}
-			switch {
-			case clientID != "" && got[0] != clientID:
-				t.Errorf("%s: X-Request-Id = %q, want the client's %q", tt.name, got[0], clientID)
-			case clientID == "" && !generatedID.MatchString(got[0]):
-				t.Errorf("%s without X-Request-Id: response has %q, want a generated id", tt.name, got[0])
-			}
+		header := hdr{"X-Request-Id": "client-" + strings.ReplaceAll(tt.name, " ", "-")}
+		maps.Copy(header, tt.header)
+		if r := e.do(tt.method, tt.path, header, tt.body); r.status != tt.wantStatus {
+			t.Errorf("%s: status %d, want %d (body %s)", tt.name, r.status, tt.wantStatus, r.body)
 		}
 	}
 }
 
+// TestRequestIDFromClient checks which ids a client sends are kept, and
+// that ids generated in their stead are 32 hex digits, each new.
 func TestRequestIDFromClient(t *testing.T) {
 	t.Parallel()
 	printable := ""
@@ -104,14 +90,12 @@ func TestRequestIDFromClient(t *testing.T) {
 		{"UTF-8", []string{"pflanze-ä"}, false, "printable ASCII only"},
 		{"two values", []string{"a", "b"}, false, "no one value is the request's"},
 	}
-	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken))
+	h := newHandler(nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest("GET", "/healthz", nil)
 			req.Header["X-Request-Id"] = tt.values
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			got := rec.Header()["X-Request-Id"]
+			got := serve(h, req).Header()["X-Request-Id"]
 			if len(got) != 1 {
 				t.Fatalf("response X-Request-Id = %q, want one value", got)
 			}
@@ -124,16 +108,9 @@ func TestRequestIDFromClient(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestGeneratedRequestIDsDiffer(t *testing.T) {
-	t.Parallel()
-	h := httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(testToken))
 	seen := map[string]bool{}
 	for range 10000 {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-		id := rec.Header().Get("X-Request-Id")
+		id := serve(h, httptest.NewRequest("GET", "/healthz", nil)).Header().Get("X-Request-Id")
 		if !generatedID.MatchString(id) {
 			t.Fatalf("generated id %q is not 32 hex digits", id)
 		}
@@ -153,10 +130,8 @@ func TestRequestIDInLogLines(t *testing.T) {
 	logger := slog.New(rh).With("component", "plants")
 	var access bytes.Buffer
 	accessLog := httpapi.WithAccessLog(&access, httpapi.AccessLog{Format: httpapi.JSONLog})
-	h := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}),
-		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), accessLog)
-	panicking := httpapi.New(plantstore.New(&faultyStorage{Store: memstore.New()}),
-		httpapi.WithTokens(testToken), httpapi.WithLogger(logger), accessLog)
+	h := newHandler(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}, httpapi.WithLogger(logger), accessLog)
+	panicking := newHandler(&faultyStorage{Store: memstore.New()}, httpapi.WithLogger(logger), accessLog)
 
 	type line struct{ Msg, RequestID string }
 	var want, got []line
@@ -167,16 +142,10 @@ func TestRequestIDInLogLines(t *testing.T) {
 		for _, r := range rh.records()[n:] {
 			lines = append(lines, line{r.Message, attr(r, "request_id")})
 		}
-		for dec := json.NewDecoder(&access); dec.More(); {
-			var l struct {
-				Msg       string
-				RequestID string `json:"request_id"`
-			}
-			if err := dec.Decode(&l); err != nil {
-				t.Fatal(err)
-			}
+		for _, l := range accessLines(t, access.String()) {
 			lines = append(lines, line{l.Msg, l.RequestID})
 		}
+		access.Reset()
 		return lines
 	}
 	// expect makes a request and expects the lines msgs, each with the
@@ -225,6 +194,9 @@ func (s *ctxStorage) Create(ctx context.Context, p plantstore.Plant) error {
 	return s.Store.Create(ctx, p)
 }
 
+// TestRequestIDInContext checks that the contexts the authenticator and
+// the storage are given carry the request's id, and that the context
+// carrying it ends when the client goes away, as the request's own does.
 func TestRequestIDInContext(t *testing.T) {
 	t.Parallel()
 	if id := httpapi.RequestID(context.Background()); id != "" {
@@ -243,18 +215,11 @@ func TestRequestIDInContext(t *testing.T) {
 	if got := <-st.got; got != "ctx-test" {
 		t.Errorf("the storage's context has request id %q, want ctx-test", got)
 	}
-}
 
-// TestRequestIDContextCancels checks that the context carrying the id ends
-// when the client goes away, as the request's own context does.
-func TestRequestIDContextCancels(t *testing.T) {
-	t.Parallel()
-	st := &ctxStorage{Store: memstore.New(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
-	srv := httptest.NewServer(httpapi.New(plantstore.New(st), httpapi.WithTokens(testToken),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler))))
-	t.Cleanup(srv.Close)
+	st = &ctxStorage{Store: memstore.New(), block: true, got: make(chan string, 1), ended: make(chan error, 1)}
+	e = newEnv(t, st)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/plants", strings.NewReader(`{"id":1,"name":"Fern"}`))
 	setHeaders(req.Header, nil)
 	done := make(chan error, 1)
 	go func() {

@@ -8,17 +8,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/secretfile"
 	"github.com/plantstore/plantstore/internal/testkit"
-	"github.com/plantstore/plantstore/memstore"
 )
 
 // quiet is the TokenFileOption that drops the TokenFile's warnings.
@@ -46,38 +45,52 @@ func accepted(a httpapi.Authenticator, tokens ...string) map[string]bool {
 	return got
 }
 
-// TestTokenFileRefusesTokensNoClientCanSend checks that a token no bearer
-// header can carry stops the open with an error naming the file and line
-// and the rule, and never the token itself.
-func TestTokenFileRefusesTokensNoClientCanSend(t *testing.T) {
+// TestTokenListsRefuseTokensNoClientCanSend checks that a list's tokens
+// (SplitTokens) come back trimmed, without the empty items, and that a
+// token no bearer header can carry, in a list or in a token file, is an
+// error naming the rule and its item, or the file and line, and never the
+// token itself: the message is what the operator reads.
+func TestTokenListsRefuseTokensNoClientCanSend(t *testing.T) {
 	t.Parallel()
+	got, err := httpapi.SplitTokens(" good-1, ,good-2,")
+	if err != nil || !slices.Equal(got, []string{"good-1", "good-2"}) {
+		t.Errorf("SplitTokens = %q, %v, want [good-1 good-2]", got, err)
+	}
 	tests := []struct {
-		name     string
-		file     string
-		secret   string // the bad token, which the error must not show
-		wantLine int
+		name    string
+		file    bool   // a token file's content; else a list for SplitTokens
+		tokens  string // the list, or the file
+		secret  string // the bad token, which the error must not show
+		wantPos int    // the bad token's item in the list, or its line
 	}{
-		{name: "inner equals sign", file: "# ops\ngood-1\nabc=def\n", secret: "abc=def", wantLine: 3},
-		{name: "space", file: "good-1\n\n  tok en1  \n", secret: "tok en1", wantLine: 3},
-		{name: "non-ASCII", file: "pässwört\n", secret: "pässwört", wantLine: 1},
+		{name: "list, inner equals sign", tokens: "good-1, abc=def", secret: "abc=def", wantPos: 2},
+		{name: "list, non-ASCII", tokens: "good-1,,pässwört", secret: "pässwört", wantPos: 3},
+		{name: "file, inner equals sign", file: true, tokens: "# ops\ngood-1\nabc=def\n", secret: "abc=def", wantPos: 3},
+		{name: "file, space", file: true, tokens: "good-1\n\n  tok en1  \n", secret: "tok en1", wantPos: 3},
+		{name: "file, non-ASCII", file: true, tokens: "pässwört\n", secret: "pässwört", wantPos: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			file := filepath.Join(t.TempDir(), "tokens")
-			testkit.WriteFile(t, file, tt.file)
-			tf, err := httpapi.OpenTokenFile(file, quiet)
-			if !errors.Is(err, httpapi.ErrTokenSyntax) || tf != nil {
-				t.Fatalf("OpenTokenFile = %v, %v, want no TokenFile and ErrTokenSyntax", tf, err)
+			var err error
+			if tt.file {
+				file := filepath.Join(t.TempDir(), "tokens")
+				testkit.WriteFile(t, file, tt.tokens)
+				var tf *httpapi.TokenFile
+				tf, err = httpapi.OpenTokenFile(file, quiet)
+				if fe, ok := errors.AsType[*httpapi.TokenFileError](err); !ok || tf != nil || fe.File != file || fe.Line != tt.wantPos {
+					t.Errorf("OpenTokenFile = %v, %v, want no TokenFile and a *TokenFileError at line %d of %q", tf, err, tt.wantPos, file)
+				}
+			} else {
+				_, err = httpapi.SplitTokens(tt.tokens)
+				if le, ok := errors.AsType[*httpapi.TokenListError](err); !ok || le.Item != tt.wantPos {
+					t.Errorf("SplitTokens = %v, want a *TokenListError at item %d", err, tt.wantPos)
+				}
 			}
-			fe, ok := errors.AsType[*httpapi.TokenFileError](err)
-			if !ok || fe.File != file || fe.Line != tt.wantLine {
-				t.Errorf("OpenTokenFile = %v, want a *TokenFileError at line %d of %q", err, tt.wantLine, file)
+			if !errors.Is(err, httpapi.ErrTokenSyntax) {
+				t.Errorf("error %v, want ErrTokenSyntax", err)
 			}
-			// The message is what the operator reads: it must not show
-			// the token, which only its text can tell.
-			if msg := err.Error(); strings.Contains(msg, tt.secret) {
-				t.Errorf("the error %q shows the token", msg)
+			if err != nil && strings.Contains(err.Error(), tt.secret) {
+				t.Errorf("the error %q shows the token", err)
 			}
 		})
 	}
@@ -191,8 +204,7 @@ func TestTokenFileReload(t *testing.T) {
 func TestTokenFileReloadUnderRequests(t *testing.T) {
 	t.Parallel()
 	tf, file := openTokenFile(t, "kept\nfirst\n")
-	ps := plantstore.New(memstore.New())
-	h := httpapi.New(ps, httpapi.WithAuthenticator(tf))
+	h := newHandler(nil, httpapi.WithAuthenticator(tf))
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	for range 4 {
@@ -203,9 +215,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 					return
 				default:
 				}
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, newRequest("GET", "/plants", hdr{"Authorization": "Bearer kept"}, nil))
-				if rec.Code != 200 {
+				if rec := serve(h, newRequest("GET", "/plants", hdr{"Authorization": "Bearer kept"}, nil)); rec.Code != 200 {
 					t.Errorf("a token in every set was answered %d %s mid-reload", rec.Code, rec.Body)
 					return
 				}
@@ -228,9 +238,7 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 		tok          string
 		status, code int
 	}{{"first", 400, 401}, {"round-199", 200, 0}} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, newRequest("GET", "/plants", hdr{"Authorization": "Bearer " + tt.tok}, nil))
-		if rec.Code != tt.status || testkit.ErrorCode(rec.Body.Bytes()) != tt.code {
+		if rec := serve(h, newRequest("GET", "/plants", hdr{"Authorization": "Bearer " + tt.tok}, nil)); rec.Code != tt.status || testkit.ErrorCode(rec.Body.Bytes()) != tt.code {
 			t.Errorf("after the last reload, token %s was answered %d %s, want %d with error code %d", tt.tok, rec.Code, rec.Body, tt.status, tt.code)
 		}
 	}
@@ -256,16 +264,5 @@ func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 	want := []string{"WARN token file is readable by group or others; chmod 600 it fix=chmod 600 " + file}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
-	}
-}
-
-// TestWithExtraTokensPanicsWithoutTheToken checks that an extra token no
-// client can send stops the program, with a message that does not show
-// it.
-func TestWithExtraTokensPanicsWithoutTheToken(t *testing.T) {
-	t.Parallel()
-	msg := panicMessage(func() { httpapi.WithExtraTokens("good", "bad token") })
-	if !strings.Contains(msg, "token 2 of 2") || strings.Contains(msg, "bad token") {
-		t.Errorf("WithExtraTokens panicked with %q, want it to name token 2 of 2, and not show it", msg)
 	}
 }
