@@ -9,44 +9,14 @@ import (
 	"testing"
 )
 
+// TestBackupSQLite backs a Store's database up to one dst from several
+// goroutines at once: exactly one backup succeeds, and the others, and one
+// started after it, fail with an error wrapping fs.ErrExist, so that none
+// silently replaces the copy of another; the copy has mode 0600, lists
+// every plant, and no file is left beside it.
 func TestBackupSQLite(t *testing.T) {
 	t.Parallel()
 	s := sqliteBackend.open(t, WithOutbox())
-	db, ctx := s.db, context.Background()
-	for id := range int64(100) {
-		mustCreate(t, s, "p", id)
-	}
-	dst := filepath.Join(t.TempDir(), "copy.db")
-	if err := BackupSQLite(ctx, "sqlite", db, dst); err != nil {
-		t.Fatalf("BackupSQLite = %v", err)
-	}
-	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the copy: %v, mode %v; want mode 0600", err, fi.Mode())
-	}
-	if err := BackupSQLite(ctx, "sqlite", db, dst); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("BackupSQLite over an existing file = %v, want fs.ErrExist", err)
-	}
-	got, err := openSQLiteStore(t, dst).List(ctx, 0, 1000)
-	if err != nil || len(got) != 100 {
-		t.Errorf("the copy lists %d plants (%v), want 100", len(got), err)
-	}
-	entries, err := os.ReadDir(filepath.Dir(dst))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() != "copy.db" && e.Name() != "copy.db-wal" && e.Name() != "copy.db-shm" {
-			t.Errorf("%s left beside the copy", e.Name())
-		}
-	}
-}
-
-// TestConcurrentBackupsToOneFile checks that of backups to one dst at
-// the same time exactly one succeeds, and the others fail with an error
-// wrapping fs.ErrExist: none silently replaces the copy of another.
-func TestConcurrentBackupsToOneFile(t *testing.T) {
-	t.Parallel()
-	s := sqliteBackend.open(t)
 	db, ctx := s.db, context.Background()
 	for id := range int64(200) {
 		mustCreate(t, s, "p", id)
@@ -75,11 +45,20 @@ func TestConcurrentBackupsToOneFile(t *testing.T) {
 		if ok != 1 {
 			t.Errorf("round %d: %d of %d backups to one file succeeded, want 1", round, ok, n)
 		}
+		if err := BackupSQLite(ctx, "sqlite", db, dst); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("round %d: BackupSQLite over an existing file = %v, want fs.ErrExist", round, err)
+		}
 		entries, _ := os.ReadDir(filepath.Dir(dst))
 		for _, e := range entries {
 			if e.Name() != "copy.db" {
 				t.Errorf("round %d: %s left beside the copy", round, e.Name())
 			}
+		}
+		if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("round %d: the copy: %v, mode %v; want mode 0600", round, err, fi.Mode())
+		}
+		if got, err := openSQLite(t, dst).List(ctx, 0, 1000); err != nil || len(got) != 200 {
+			t.Errorf("round %d: the copy lists %d plants (%v), want 200", round, len(got), err)
 		}
 	}
 }
@@ -92,7 +71,7 @@ func TestBackupAndRestoreSQLiteFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plants.db")
-	s := openSQLiteStore(t, path)
+	s := openSQLite(t, path)
 	for id := range int64(10) {
 		mustCreate(t, s, "p", id)
 	}
@@ -107,7 +86,7 @@ func TestBackupAndRestoreSQLiteFile(t *testing.T) {
 	if fi, err := os.Stat(restored); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the restored file: %v, mode %v; want mode 0600", err, fi.Mode())
 	}
-	if got, err := openSQLiteStore(t, restored).List(ctx, 0, 100); err != nil || len(got) != 10 {
+	if got, err := openSQLite(t, restored).List(ctx, 0, 100); err != nil || len(got) != 10 {
 		t.Errorf("the restored database lists %d plants (%v), want 10", len(got), err)
 	}
 

@@ -170,11 +170,11 @@ func TestDatabaseOutage(t *testing.T) {
 
 // TestCommitLostInFlight cuts the connection to PostgreSQL right after a
 // COMMIT has gone through to the server, or the statement that is a
-// Create's transaction (see insertOne), before its answer comes back: the
-// Create or Delete must report that its outcome is unknown, never that
-// nothing was kept, and the store must serve again once the database is
-// reachable. After the cut, Creates take three statements until one
-// commits.
+// Create's transaction (see insertOne), before its answer comes back, or
+// cancels the call's context while the answer is held back: the Create or
+// Delete must report that its outcome is unknown, never that nothing was
+// kept, and the store must serve again once the database is reachable.
+// After the cut, Creates take three statements until one commits.
 func TestCommitLostInFlight(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
@@ -184,11 +184,16 @@ func TestCommitLostInFlight(t *testing.T) {
 		// statement's arguments (whose text a cached statement does not
 		// send again), or the COMMIT.
 		commit string
+		// cancel: the call's context is cancelled while its commit is at
+		// the server and the answer held back, rather than the connection
+		// cut.
+		cancel bool
 	}{
-		{"group commit", []Option{WithOutbox()}, "in flight"},
-		{"single", []Option{WithoutGroupCommit()}, "commit"},
+		{"group commit", []Option{WithOutbox()}, "in flight", false},
+		{"single", []Option{WithoutGroupCommit()}, "commit", false},
 		// A lock timeout set in each transaction, as through PgBouncer.
-		{"transactions", []Option{WithOutbox(), WithLockTimeout(2 * time.Second)}, "commit"},
+		{"transactions", []Option{WithOutbox(), WithLockTimeout(2 * time.Second)}, "commit", false},
+		{"single, cancelled", []Option{WithoutGroupCommit()}, "commit", true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
@@ -206,27 +211,41 @@ func TestCommitLostInFlight(t *testing.T) {
 				})
 				return queryInt(t, direct, `SELECT count(*) FROM plants WHERE id = $1`, id) == 1
 			}
+			// lose returns what call says when what it sends that holds
+			// trigger is lost as mode says.
+			lose := func(trigger string, call func(ctx context.Context) error) error {
+				if !mode.cancel {
+					cut := proxy.CutAfter([]byte(trigger))
+					err := call(ctx)
+					<-cut
+					proxy.Restore()
+					return err
+				}
+				cctx, cancel := context.WithCancel(ctx)
+				stalled := proxy.StallAfter([]byte(trigger))
+				done := make(chan error, 1)
+				go func() { done <- call(cctx) }()
+				<-stalled
+				cancel()
+				err := <-done
+				proxy.Resume()
+				return err
+			}
 			mustCreate(t, s, "to delete", 2)
 
-			cut := proxy.CutAfter([]byte(mode.commit))
-			err := s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"})
-			<-cut
+			err := lose(mode.commit, func(ctx context.Context) error { return s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"}) })
 			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("Create whose %q was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", mode.commit, err)
+				t.Errorf("Create whose %q was lost = %v, want ErrOutcomeUnknown and not ErrUnavailable", mode.commit, err)
 			}
-			proxy.Restore()
 			t.Logf("create: %v; stored afterwards: %v", err, stored(1))
 			if mode.commit == "in flight" && !s.wary.Load() {
 				t.Errorf("after a Create's statement was cut, Creates still take one statement")
 			}
 
-			cut = proxy.CutAfter([]byte("commit"))
-			err = s.Delete(ctx, 2)
-			<-cut
+			err = lose("commit", func(ctx context.Context) error { return s.Delete(ctx, 2) })
 			if !errors.Is(err, plantstore.ErrOutcomeUnknown) || errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("Delete whose COMMIT was cut = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
+				t.Errorf("Delete whose COMMIT was lost = %v, want ErrOutcomeUnknown and not ErrUnavailable", err)
 			}
-			proxy.Restore()
 			t.Logf("delete: %v; stored afterwards: %v", err, stored(2))
 
 			// The store serves again, and what it says agrees with the table.
@@ -333,33 +352,6 @@ func TestStalledDatabase(t *testing.T) {
 	})
 }
 
-// TestTransientStates checks which database errors mean "unavailable, retry
-// later" and which reject the request: a write refused by a read-only
-// server (a standby, or a crashed primary restarting read-only under
-// Patroni) is unavailable, nothing kept; a duplicate key is not.
-func TestTransientStates(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		state string
-		want  bool
-	}{
-		{"25006", true}, // read_only_sql_transaction
-		{"57P01", true}, // admin_shutdown
-		{"08006", true}, // connection_failure
-		{"55P03", true}, // lock_not_available
-		{"23505", false},
-		{"42P01", false},
-	} {
-		err := fmt.Errorf("insert: %w", &pgconn.PgError{Code: tt.state})
-		if got := transient(err); got != tt.want {
-			t.Errorf("transient(SQLSTATE %s) = %v, want %v", tt.state, got, tt.want)
-		}
-		if got := errors.Is(failure(context.Background(), "create plant", err), plantstore.ErrUnavailable); got != tt.want {
-			t.Errorf("failure(SQLSTATE %s) wraps ErrUnavailable: %v, want %v", tt.state, got, tt.want)
-		}
-	}
-}
-
 // retryable is an error that says whether it came before anything was
 // sent, as pgx's do.
 type retryable bool
@@ -367,66 +359,51 @@ type retryable bool
 func (r retryable) Error() string     { return "retryable" }
 func (r retryable) SafeToRetry() bool { return bool(r) }
 
-// TestStatementOutcome checks what the failure of a Create's one
-// statement on PostgreSQL means: nothing kept when nothing was sent or the
-// server rolled it back, unknown otherwise, as for a COMMIT.
-func TestStatementOutcome(t *testing.T) {
+// TestErrorMeanings checks what a database error means. Alone, it is
+// "unavailable, retry later" or rejects the request: a write refused by a
+// read-only server (a standby, or a crashed primary restarting read-only
+// under Patroni) is unavailable, nothing kept; a duplicate key is not. As
+// the failure of a Create's one statement on PostgreSQL, nothing was kept
+// when nothing was sent or the server rolled it back, and the outcome is
+// unknown otherwise, as for a COMMIT.
+func TestErrorMeanings(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name string
-		err  error
-		want error // ErrUnavailable, ErrOutcomeUnknown, or nil: neither
+		name      string
+		err       error
+		transient bool
+		statement error // ErrUnavailable, ErrOutcomeUnknown, or nil: neither
 		// unsent: the driver says nothing was sent, so the Store need
 		// not become wary.
 		unsent bool
 	}{
-		{"bad connection", driver.ErrBadConn, plantstore.ErrUnavailable, true},
-		{"safe to retry", fmt.Errorf("query: %w", retryable(true)), plantstore.ErrUnavailable, true},
-		{"unsafe to retry", fmt.Errorf("query: %w", retryable(false)), plantstore.ErrOutcomeUnknown, false},
-		{"lost answer", io.ErrUnexpectedEOF, plantstore.ErrOutcomeUnknown, false},
-		{"deadline in flight", fmt.Errorf("timeout: %w", context.DeadlineExceeded), plantstore.ErrOutcomeUnknown, false},
-		{"cancelled in flight", context.Canceled, plantstore.ErrOutcomeUnknown, false},
-		{"read-only", &pgconn.PgError{Code: "25006"}, plantstore.ErrUnavailable, false},
-		{"shutdown", &pgconn.PgError{Code: "57P01"}, plantstore.ErrOutcomeUnknown, false},
-		{"undefined table", &pgconn.PgError{Code: "42P01"}, nil, false},
+		{"read-only", &pgconn.PgError{Code: "25006"}, true, plantstore.ErrUnavailable, false},
+		{"shutdown", &pgconn.PgError{Code: "57P01"}, true, plantstore.ErrOutcomeUnknown, false},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true, plantstore.ErrOutcomeUnknown, false},
+		{"lock not available", &pgconn.PgError{Code: "55P03"}, true, plantstore.ErrUnavailable, false},
+		{"duplicate key", &pgconn.PgError{Code: "23505"}, false, nil, false},
+		{"undefined table", &pgconn.PgError{Code: "42P01"}, false, nil, false},
+		{"bad connection", driver.ErrBadConn, true, plantstore.ErrUnavailable, true},
+		{"safe to retry", fmt.Errorf("query: %w", retryable(true)), true, plantstore.ErrUnavailable, true},
+		{"unsafe to retry", fmt.Errorf("query: %w", retryable(false)), true, plantstore.ErrOutcomeUnknown, false},
+		{"lost answer", io.ErrUnexpectedEOF, true, plantstore.ErrOutcomeUnknown, false},
+		{"deadline in flight", fmt.Errorf("timeout: %w", context.DeadlineExceeded), true, plantstore.ErrOutcomeUnknown, false},
+		{"cancelled in flight", context.Canceled, true, plantstore.ErrOutcomeUnknown, false},
 	} {
-		err := failure(context.Background(), "create plant", statementError(tt.err))
+		err := fmt.Errorf("insert: %w", tt.err)
+		if got := transient(err); got != tt.transient {
+			t.Errorf("%s: transient(%v) = %v, want %v", tt.name, err, got, tt.transient)
+		}
+		if got := errors.Is(failure(context.Background(), "create plant", err), plantstore.ErrUnavailable); got != tt.transient {
+			t.Errorf("%s: failure(%v) wraps ErrUnavailable: %v, want %v", tt.name, err, got, tt.transient)
+		}
+		err = failure(context.Background(), "create plant", statementError(tt.err))
 		unavailable, unknown := errors.Is(err, plantstore.ErrUnavailable), errors.Is(err, plantstore.ErrOutcomeUnknown)
-		if unavailable != (tt.want == plantstore.ErrUnavailable) || unknown != (tt.want == plantstore.ErrOutcomeUnknown) {
-			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		if unavailable != (tt.statement == plantstore.ErrUnavailable) || unknown != (tt.statement == plantstore.ErrOutcomeUnknown) {
+			t.Errorf("%s: as a statement's failure %v, want %v", tt.name, err, tt.statement)
 		}
 		if unsent := errors.Is(statementError(tt.err), errNothingSent); unsent != tt.unsent {
 			t.Errorf("%s: nothing sent: %v, want %v", tt.name, unsent, tt.unsent)
 		}
-	}
-}
-
-// TestCommitCancelledInFlight cancels a Create's and a Delete's context
-// while their COMMIT is at the server and its answer held back: the call
-// must not say that nothing was kept, for the COMMIT went through.
-func TestCommitCancelledInFlight(t *testing.T) {
-	t.Parallel()
-	direct, proxy, dsn := behindProxy(t)
-	s := openStore(t, openDB(t, "pgx", dsn), Postgres, WithoutGroupCommit())
-	mustCreate(t, s, "to delete", 2)
-	for _, tt := range []struct {
-		name string
-		call func(ctx context.Context) error
-	}{
-		{"Create", func(ctx context.Context) error { return s.Create(ctx, plantstore.Plant{ID: 1, Name: "in flight"}) }},
-		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, 2) }},
-	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		stalled := proxy.StallAfter([]byte("commit"))
-		done := make(chan error, 1)
-		go func() { done <- tt.call(ctx) }()
-		<-stalled
-		n := queryInt(t, direct, `SELECT count(*) FROM plants`)
-		cancel()
-		err := <-done
-		if !errors.Is(err, plantstore.ErrOutcomeUnknown) {
-			t.Errorf("%s cancelled with its COMMIT in flight = %v, want ErrOutcomeUnknown (%d plants stored)", tt.name, err, n)
-		}
-		proxy.Resume()
 	}
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/pgtest"
-	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // holdEventTx begins, on its own connection of db, a transaction that
@@ -152,66 +148,5 @@ func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	}
 	if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "p"}); err != nil {
 		t.Errorf("Create of the id the ended transaction held = %v, want nil", err)
-	}
-}
-
-// TestOpenThroughTransactionPooler opens two Stores through PgBouncer in
-// transaction mode, with a query mode that prepares no named statement,
-// and checks that they create and deliver through it. That Open refuses
-// a mode that keeps named prepared statements across transactions, with
-// ErrStatementsLost naming the fix, TestOpenPostgresThroughPgBouncer
-// checks: OpenPostgres refuses it through Open.
-func TestOpenThroughTransactionPooler(t *testing.T) {
-	t.Parallel()
-	dsn := testkit.PostgresDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = pgtest.PgBouncer(t, u.Host)
-	ctx := context.Background()
-	exec := withParams(t, u.String(), map[string]string{"default_query_exec_mode": "exec"})
-	stores := []*Store{
-		openStore(t, openDB(t, "pgx", exec), Postgres, WithOutbox()),
-		openStore(t, openDB(t, "pgx", exec), Postgres, WithOutbox()),
-	}
-	const n = 200
-	var wg sync.WaitGroup
-	for i := range int64(n) {
-		wg.Go(func() {
-			if err := stores[i%2].Create(ctx, plantstore.Plant{ID: i, Name: "p"}); err != nil {
-				t.Errorf("Create(%d) through the pooler = %v", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	delivered := map[int64]int{}
-	for range 100 {
-		if _, err := stores[0].FanOut(ctx, []string{"a"}, n); err != nil {
-			t.Fatalf("FanOut() = %v", err)
-		}
-		ds, err := stores[1].Claim(ctx, "a", "o", time.Now().Add(time.Hour), n)
-		if err != nil {
-			t.Fatalf("Claim() = %v", err)
-		}
-		var seqs []int64
-		for _, d := range ds {
-			delivered[d.Plant.ID]++
-			seqs = append(seqs, d.Seq)
-		}
-		if err := stores[0].Ack(ctx, "a", seqs); err != nil {
-			t.Fatalf("Ack() = %v", err)
-		}
-		if len(delivered) == n {
-			break
-		}
-	}
-	if len(delivered) != n {
-		t.Errorf("%d plants delivered through the pooler, want %d", len(delivered), n)
-	}
-	for id, k := range delivered {
-		if k != 1 {
-			t.Errorf("plant %d delivered %d times, want once", id, k)
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,19 +15,25 @@ import (
 
 // TestCreateAnsweredAfterFlush holds the flusher's flush of the WAL file
 // and checks that neither the Create nor a read of its plant is answered
-// before the flush ends.
+// before the flush ends; and that a Create whose batch committed but whose
+// flush failed is answered ErrOutcomeUnknown: its plant is in the
+// database, and may not survive a loss of power.
 func TestCreateAnsweredAfterFlush(t *testing.T) {
 	t.Parallel()
 	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
 		db, dsn := sqliteBackend.newDB(t)
 		flushing := make(chan *os.File, 1)
 		release := make(chan struct{})
+		var failing atomic.Bool
 		s := openStore(t, db, SQLite, append(opts, withFlushFile(func(f *os.File) error {
 			select {
 			case flushing <- f:
 			default:
 			}
 			<-release
+			if failing.Load() {
+				return errors.New("EIO")
+			}
 			return nil
 		}))...)
 		var once sync.Once
@@ -63,24 +70,15 @@ func TestCreateAnsweredAfterFlush(t *testing.T) {
 		if err := <-read; err != nil {
 			t.Fatalf("Plant = %v", err)
 		}
+		failing.Store(true)
+		if err := s.Create(ctx, plantstore.Plant{ID: 2, Name: "Ivy"}); !errors.Is(err, plantstore.ErrOutcomeUnknown) {
+			t.Fatalf("Create with a failed flush = %v, want ErrOutcomeUnknown", err)
+		}
 	})
 }
 
 // flushModes are the committer's two ways to flush a batch.
 var flushModes = []mode{{"by the committer", nil}, {"beside", []Option{withFlushBeside()}}}
-
-// TestFailedFlushIsOutcomeUnknown checks that a Create whose batch
-// committed but whose flush failed is answered ErrOutcomeUnknown: its
-// plant is in the database, and may not survive a loss of power.
-func TestFailedFlushIsOutcomeUnknown(t *testing.T) {
-	t.Parallel()
-	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
-		s := sqliteBackend.open(t, append(opts, withFlushFile(func(*os.File) error { return errors.New("EIO") }))...)
-		if err := s.Create(context.Background(), plantstore.Plant{ID: 1, Name: "Fern"}); !errors.Is(err, plantstore.ErrOutcomeUnknown) {
-			t.Fatalf("Create with a failed flush = %v, want ErrOutcomeUnknown", err)
-		}
-	})
-}
 
 // TestFlushBesideWithoutThread checks that on this machine the flusher
 // waits for its flushes without a thread (see aioDatasync), and that such
@@ -113,51 +111,64 @@ func TestFlushBesideWithoutThread(t *testing.T) {
 	}
 }
 
-// TestCommitterConnectionLeavesWithTheStore checks that the committer's
-// connection, whose commits SQLite does not flush, is never one the pool
-// hands out: while the Store is open and after it is closed, every
-// connection of the pool flushes its commits.
-func TestCommitterConnectionLeavesWithTheStore(t *testing.T) {
+// TestCommitterConnection checks that the committer's own connection,
+// whose commits SQLite does not flush, is never one the pool hands out:
+// every connection of the pool flushes its commits while the Store is
+// open, after the committer lost its connection (closed as by a driver
+// that answers driver.ErrBadConn; the Creates go on, committed on the
+// pool) and after the Store is closed.
+func TestCommitterConnection(t *testing.T) {
 	t.Parallel()
-	db, _ := sqliteBackend.newDB(t)
-	ctx := context.Background()
-	check := func(when string) {
-		t.Helper()
-		// Every connection the pool holds, which db.Conn hands out
-		// before it opens any.
-		idle := db.Stats().Idle
-		conns := make([]interface{ Close() error }, 0, idle)
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for range idle {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conns = append(conns, c)
-			var sync int
-			if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
-				t.Fatal(err)
-			}
-			if sync != 2 {
-				t.Fatalf("%s: a pool connection has synchronous=%d, want 2 (FULL)", when, sync)
+	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
+		db, _ := sqliteBackend.newDB(t)
+		ctx := context.Background()
+		check := func(when string) {
+			t.Helper()
+			// Every connection the pool holds, which db.Conn hands out
+			// before it opens any.
+			idle := db.Stats().Idle
+			conns := make([]interface{ Close() error }, 0, idle)
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for range idle {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, c)
+				var sync int
+				if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+					t.Fatal(err)
+				}
+				if sync != 2 {
+					t.Fatalf("%s: a pool connection has synchronous=%d, want 2 (FULL)", when, sync)
+				}
 			}
 		}
-	}
-	s, err := Open(ctx, db, SQLite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.fl == nil {
-		t.Skip("no flusher on this platform")
-	}
-	mustCreate(t, s, "Fern", 1)
-	check("with the Store open")
-	s.Close()
-	check("after Close")
+		s, err := Open(ctx, db, SQLite, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.fl == nil {
+			t.Skip("no flusher on this platform")
+		}
+		mustCreate(t, s, "Fern", 1)
+		check("with the Store open")
+		discard(s.fl.conn)
+		mustCreate(t, s, "Ivy", 2, 3)
+		if !s.fl.lost {
+			t.Error("the committer did not notice its connection was lost")
+		}
+		if got, err := s.List(ctx, 0, 10); err != nil || len(got) != 3 {
+			t.Fatalf("List = %v, %v; want 3 plants", got, err)
+		}
+		check("after the committer lost its connection")
+		s.Close()
+		check("after Close")
+	})
 }
 
 // TestBesideStoresEveryCreate sends many concurrent Creates, some of
@@ -198,27 +209,4 @@ func TestBesideStoresEveryCreate(t *testing.T) {
 	if want := callers / 2 * each; stored != want || conflicts != want || len(got) != want {
 		t.Errorf("stored %d, conflicts %d, listed %d; want %d of each", stored, conflicts, len(got), want)
 	}
-}
-
-// TestCommitterConnectionLost closes the committer's own connection, as a
-// driver that answers driver.ErrBadConn would, and checks that Creates go
-// on, committed on the pool, whose connections flush every commit.
-func TestCommitterConnectionLost(t *testing.T) {
-	t.Parallel()
-	eachMode(t, flushModes, func(t *testing.T, opts []Option) {
-		s := sqliteBackend.open(t, opts...)
-		if s.fl == nil {
-			t.Skip("no flusher on this platform")
-		}
-		mustCreate(t, s, "Fern", 1)
-		discard(s.fl.conn)
-		mustCreate(t, s, "Ivy", 2, 3) // after the committer's connection was lost
-		if !s.fl.lost {
-			t.Error("the committer did not notice its connection was lost")
-		}
-		got, err := s.List(context.Background(), 0, 10)
-		if err != nil || len(got) != 3 {
-			t.Fatalf("List = %v, %v; want 3 plants", got, err)
-		}
-	})
 }

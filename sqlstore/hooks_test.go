@@ -57,89 +57,89 @@ func (r *recorder) waitCommitted(t *testing.T, n int) {
 	})
 }
 
+// TestHooks makes each call of a Store once or twice, with each outcome
+// the Store can tell its Done hook of, until after its Close, and checks
+// what Done and Committed are told, in both commit modes: a Store that
+// does not batch reports no commits.
 func TestHooks(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be backend) {
-		var rec recorder
-		// The committer's own SQLite connection would outlive the
-		// db.Close below (see flusher), and Creates with it.
-		s := be.open(t, WithOutbox(), WithHooks(rec.hooks()), withoutFlusher())
-		ctx := context.Background()
-		mustBe := func(what string, err, wantErr error) {
-			t.Helper()
-			if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
-				t.Fatalf("%s = %v, want %v", what, err, wantErr)
+		eachMode(t, modes, func(t *testing.T, opts []Option) {
+			var rec recorder
+			// The committer's own SQLite connection would outlive the
+			// db.Close below (see flusher), and Creates with it.
+			s := be.open(t, append([]Option{WithOutbox(), WithHooks(rec.hooks()), withoutFlusher()}, opts...)...)
+			ctx := context.Background()
+			mustBe := func(what string, err, wantErr error) {
+				t.Helper()
+				if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
+					t.Fatalf("%s = %v, want %v", what, err, wantErr)
+				}
 			}
-		}
-		mustBe("Create", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), nil)
-		mustBe("Create again", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), plantstore.ErrConflict)
-		canceled, cancel := context.WithCancel(ctx)
-		cancel()
-		mustBe("Create with a canceled context", s.Create(canceled, plantstore.Plant{ID: 2, Name: "Aloe"}), context.Canceled)
-		_, err := s.Plant(ctx, 1)
-		mustBe("Plant", err, nil)
-		_, err = s.Plant(ctx, 2)
-		mustBe("Plant of a missing id", err, plantstore.ErrNotFound)
-		_, err = s.List(ctx, 0, 10)
-		mustBe("List", err, nil)
-		_, err = s.FanOut(ctx, []string{"sub"}, 10)
-		mustBe("FanOut", err, nil)
-		deliveries, err := s.Claim(ctx, "sub", "me", time.Now().Add(time.Minute), 10)
-		mustBe("Claim", err, nil)
-		if len(deliveries) != 1 {
-			t.Fatalf("Claim = %v, want one delivery", deliveries)
-		}
-		mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
-		mustBe("Delete", s.Delete(ctx, 1), nil)
-		mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
-		mustBe("ProbeWrite", s.ProbeWrite(ctx), nil)
-		mustBe("Ping", s.Ping(ctx), nil)
-		// A failure that is neither the database's absence nor the
-		// caller's: the table is gone.
-		if _, err := s.db.Exec(`DROP TABLE plants`); err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.Plant(ctx, 1)
-		if err == nil || errors.Is(err, plantstore.ErrUnavailable) || errors.Is(err, plantstore.ErrNotFound) {
-			t.Fatalf("Plant without a table = %v, want another failure", err)
-		}
-		s.db.Close()
-		mustBe("Create on a closed database", s.Create(ctx, plantstore.Plant{ID: 3, Name: "Ivy"}), plantstore.ErrUnavailable)
-		mustBe("Ping on a closed database", s.Ping(ctx), plantstore.ErrUnavailable)
+			mustBe("Create", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), nil)
+			mustBe("Create again", s.Create(ctx, plantstore.Plant{ID: 1, Name: "Fern"}), plantstore.ErrConflict)
+			canceled, cancel := context.WithCancel(ctx)
+			cancel()
+			mustBe("Create with a canceled context", s.Create(canceled, plantstore.Plant{ID: 2, Name: "Aloe"}), context.Canceled)
+			_, err := s.Plant(ctx, 1)
+			mustBe("Plant", err, nil)
+			_, err = s.Plant(ctx, 2)
+			mustBe("Plant of a missing id", err, plantstore.ErrNotFound)
+			_, err = s.List(ctx, 0, 10)
+			mustBe("List", err, nil)
+			_, err = s.FanOut(ctx, []string{"sub"}, 10)
+			mustBe("FanOut", err, nil)
+			deliveries, err := s.Claim(ctx, "sub", "me", time.Now().Add(time.Minute), 10)
+			mustBe("Claim", err, nil)
+			if len(deliveries) != 1 {
+				t.Fatalf("Claim = %v, want one delivery", deliveries)
+			}
+			mustBe("Ack", s.Ack(ctx, "sub", []int64{deliveries[0].Seq}), nil)
+			mustBe("Delete", s.Delete(ctx, 1), nil)
+			mustBe("Delete again", s.Delete(ctx, 1), plantstore.ErrNotFound)
+			mustBe("ProbeWrite", s.ProbeWrite(ctx), nil)
+			mustBe("Ping", s.Ping(ctx), nil)
+			// A failure that is neither the database's absence nor the
+			// caller's: the table is gone.
+			if _, err := s.db.Exec(`DROP TABLE plants`); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Plant(ctx, 1)
+			if err == nil || errors.Is(err, plantstore.ErrUnavailable) || errors.Is(err, plantstore.ErrNotFound) {
+				t.Fatalf("Plant without a table = %v, want another failure", err)
+			}
+			s.db.Close()
+			mustBe("Create on a closed database", s.Create(ctx, plantstore.Plant{ID: 3, Name: "Ivy"}), plantstore.ErrUnavailable)
+			mustBe("Ping on a closed database", s.Ping(ctx), plantstore.ErrUnavailable)
+			mustBe("Close", s.Close(), nil)
+			mustBe("Create after Close", s.Create(ctx, plantstore.Plant{ID: 4, Name: "Moss"}), plantstore.ErrUnavailable)
+			mustBe("second Close", s.Close(), nil)
 
-		want := map[string]int{
-			"create/ok": 2, "create/canceled": 1, "create/unavailable": 1,
-			"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
-			"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
-		}
-		rec.waitCommitted(t, 3)
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		if diff := cmp.Diff(want, rec.done); diff != "" {
-			t.Errorf("operations reported (-want +got):\n%s", diff)
-		}
-		// The canceled Create never reached the committer; the three
-		// others were each a batch of one.
-		if rec.batches != 3 || rec.committed != 3 {
-			t.Errorf("%d batches of %d Creates in all, want 3 of 1", rec.batches, rec.committed)
-		}
-		if rec.negative {
-			t.Error("a negative duration was reported")
-		}
+			want := map[string]int{
+				"create/ok": 2, "create/canceled": 1, "create/unavailable": 2,
+				"read/ok": 2, "read/other": 1, "list/ok": 1, "delete/ok": 2,
+				"ping/ok": 1, "ping/unavailable": 1, "claim_events/ok": 1, "ack_events/ok": 1, "probe_write/ok": 1,
+			}
+			// The canceled Create never reached the committer; the three
+			// others were each a batch of one.
+			batches := 3
+			if opts != nil {
+				batches = 0
+			}
+			rec.waitCommitted(t, batches)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if diff := cmp.Diff(want, rec.done); diff != "" {
+				t.Errorf("operations reported (-want +got):\n%s", diff)
+			}
+			if rec.batches != batches || rec.committed != batches {
+				t.Errorf("%d batches of %d Creates in all, want %d of 1", rec.batches, rec.committed, batches)
+			}
+			if rec.negative {
+				t.Error("a negative duration was reported")
+			}
+		})
 	})
-}
-
-// TestHooksWithoutGroupCommit shows that a Store that does not batch
-// reports no commits.
-func TestHooksWithoutGroupCommit(t *testing.T) {
-	t.Parallel()
-	var rec recorder
-	mustCreate(t, sqliteBackend.open(t, WithoutGroupCommit(), WithHooks(rec.hooks())), "x", 1)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if diff := cmp.Diff(map[string]int{"create/ok": 1}, rec.done); diff != "" || rec.batches != 0 {
-		t.Errorf("reported %d batches and (-want +got):\n%s", rec.batches, diff)
-	}
 }
 
 func TestOutcomeOf(t *testing.T) {

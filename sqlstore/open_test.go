@@ -15,30 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
 	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
-
-// TestOpenSQLiteOwnsTheDB opens a SQLite file with OpenSQLite, stores a
-// plant, and checks that Close closes the *sql.DB it opened, and that the
-// plant is there when the file is opened again.
-func TestOpenSQLiteOwnsTheDB(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "plants.db")
-	s := openSQLite(t, path, WithOutbox())
-	mustCreate(t, s, "kept", 1)
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close() = %v", err)
-	}
-	if err := s.db.PingContext(context.Background()); err == nil || !strings.Contains(err.Error(), "database is closed") {
-		t.Errorf("Ping of the *sql.DB after Close = %v, want it closed", err)
-	}
-	wantPlant(t, openSQLite(t, path), plantstore.Plant{ID: 1, Name: "kept"})
-}
 
 // openSQLite opens the SQLite file at path with OpenSQLite, closed in
 // t.Cleanup.
@@ -50,28 +31,6 @@ func openSQLite(t *testing.T, path string, opts ...Option) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// TestOpenSQLiteRefusesAForeignFileUnchanged checks that OpenSQLite
-// checks the file with PrepareSQLiteFile before the DSN switches it to
-// WAL: another application's database is refused and left byte for
-// byte as it was.
-func TestOpenSQLiteRefusesAForeignFileUnchanged(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "theirs.db")
-	execSQLite(t, path, `CREATE TABLE customers (a)`, `INSERT INTO customers VALUES (1)`)
-	before := dirtest.Snapshot(t, dir)
-	s, err := OpenSQLite(context.Background(), "sqlite", path)
-	if !errors.Is(err, ErrNotPlantstore) {
-		t.Errorf("OpenSQLite of another application's file = %v, want ErrNotPlantstore", err)
-	}
-	if err == nil {
-		s.Close()
-	}
-	if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-		t.Errorf("files changed by a refused open (-want +got):\n%s", diff)
-	}
 }
 
 // A liteError is an error with a SQLite result code, as the driver's are.
@@ -185,10 +144,12 @@ func TestOpenPostgresSessionSettings(t *testing.T) {
 // PgBouncer refuses the timeouts as startup parameters, so OpenPostgres
 // says once that it sets them in every write transaction instead, where
 // they hold: a Create of an id another session's transaction holds gives
-// up with PostgreSQL's lock timeout (55P03). Concurrent creates and reads
-// are served. Asked in the URL for pgx's statement cache, which such a
-// pooler breaks, it refuses with ErrStatementsLost, naming the fix,
-// rather than fail every call later. No error shows the URL's password.
+// up with PostgreSQL's lock timeout (55P03). Beside it, a Store from Open
+// on a URL whose query mode prepares no named statement: concurrent
+// creates on both are served, and delivered through both, each once.
+// Asked in the URL for pgx's statement cache, which such a pooler breaks,
+// OpenPostgres refuses with ErrStatementsLost, naming the fix, rather than
+// fail every call later. No error shows the URL's password.
 func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	const password = "pw-not-to-show"
@@ -201,7 +162,7 @@ func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 	u.User = url.UserPassword(u.User.Username(), password) // PgBouncer here asks for none
 	var logs bytes.Buffer
 	ctx := context.Background()
-	s, err := OpenPostgres(ctx, "pgx", u.String(), WithLockTimeout(100*time.Millisecond),
+	s, err := OpenPostgres(ctx, "pgx", u.String(), WithOutbox(), WithLockTimeout(100*time.Millisecond),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -218,17 +179,49 @@ func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 	if !errors.Is(err, plantstore.ErrUnavailable) || !errors.As(err, &pg) || pg.SQLState() != "55P03" {
 		t.Errorf("Create of an id another transaction holds = %v, want ErrUnavailable for PostgreSQL's lock timeout (55P03)", err)
 	}
+	exec := withParams(t, u.String(), map[string]string{"default_query_exec_mode": "exec"})
+	stores := []*Store{s, openStore(t, openDB(t, "pgx", exec), Postgres, WithOutbox())}
+	const n = 200
 	var wg sync.WaitGroup
-	for id := range int64(64) {
+	for id := range int64(n) {
 		wg.Go(func() {
-			if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
+			if err := stores[id%2].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
 				t.Errorf("Create(%d) through PgBouncer = %v", id, err)
 			}
 		})
 	}
 	wg.Wait()
-	if plants, err := s.List(ctx, 0, 1000); err != nil || len(plants) != 64 {
-		t.Errorf("List through PgBouncer = %d plants, %v; want the 64", len(plants), err)
+	if plants, err := s.List(ctx, 0, 1000); err != nil || len(plants) != n {
+		t.Errorf("List through PgBouncer = %d plants, %v; want the %d", len(plants), err, n)
+	}
+	delivered := map[int64]int{}
+	for range 100 {
+		if _, err := stores[0].FanOut(ctx, []string{"a"}, n); err != nil {
+			t.Fatalf("FanOut() = %v", err)
+		}
+		ds, err := stores[1].Claim(ctx, "a", "o", time.Now().Add(time.Hour), n)
+		if err != nil {
+			t.Fatalf("Claim() = %v", err)
+		}
+		var seqs []int64
+		for _, d := range ds {
+			delivered[d.Plant.ID]++
+			seqs = append(seqs, d.Seq)
+		}
+		if err := stores[0].Ack(ctx, "a", seqs); err != nil {
+			t.Fatalf("Ack() = %v", err)
+		}
+		if len(delivered) == n {
+			break
+		}
+	}
+	if len(delivered) != n {
+		t.Errorf("%d plants delivered through PgBouncer, want %d", len(delivered), n)
+	}
+	for id, k := range delivered {
+		if k != 1 {
+			t.Errorf("plant %d delivered %d times, want once", id, k)
+		}
 	}
 
 	q := u.Query()

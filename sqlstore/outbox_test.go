@@ -13,12 +13,12 @@ import (
 )
 
 // The Outbox contract itself (fan-out, claims, leases, retries, acks,
-// Depth, concurrent owners on one Store, runs) is checked by
-// storagetest.Run, in TestStorage. The tests here check what is this
-// package's own: several Stores on separate *sql.DBs sharing one outbox
-// as processes do (FOR UPDATE SKIP LOCKED on PostgreSQL, SQLite's file
-// lock), the rows left, and WithOutboxMaxPending; TestCreateWritesRows
-// checks that a Store without WithOutbox records no event.
+// Depth, concurrent owners on one Store, runs), and that a Store without
+// WithOutbox records no event, are checked by storagetest.Run, in
+// TestStorage. The tests here check what is this package's own: several
+// Stores on separate *sql.DBs sharing one outbox as processes do (FOR
+// UPDATE SKIP LOCKED on PostgreSQL, SQLite's file lock), the rows left,
+// and WithOutboxMaxPending.
 
 // allEvents returns every event in s's outbox, by ascending seq.
 func allEvents(t *testing.T, s *Store) []plantstore.Event {

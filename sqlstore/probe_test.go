@@ -10,8 +10,9 @@ import (
 )
 
 // TestProbeWrite checks what storagetest.Run's WriteProber subtests cannot
-// see from outside: that each probe is a committed write, and that a
-// closed database fails it with ErrUnavailable.
+// see from outside: that each probe is a committed write. Then it closes
+// the database under the Store: a probe, each Create of a batch that
+// fails, and a Create after it fail with ErrUnavailable.
 func TestProbeWrite(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be backend) {
@@ -30,6 +31,16 @@ func TestProbeWrite(t *testing.T) {
 		s.db.Close()
 		if err := s.ProbeWrite(ctx); !errors.Is(err, plantstore.ErrUnavailable) {
 			t.Errorf("ProbeWrite on a closed database = %v, want ErrUnavailable", err)
+		}
+		reqs := []*createReq{{plant: plantstore.Plant{ID: 1}}, {plant: plantstore.Plant{ID: 2}}, {plant: plantstore.Plant{ID: 1}}}
+		errs, _ := s.insert(ctx, ctx, reqs)
+		for i, err := range errs {
+			if !errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("create %d in a failed batch = %v, want ErrUnavailable", i, err)
+			}
+		}
+		if err := s.Create(ctx, plantstore.Plant{ID: 3}); !errors.Is(err, plantstore.ErrUnavailable) {
+			t.Errorf("Create on a closed database = %v, want ErrUnavailable", err)
 		}
 	})
 }

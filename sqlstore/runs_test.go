@@ -67,33 +67,3 @@ func TestOutboxRunsForgetsOldRecords(t *testing.T) {
 		}
 	})
 }
-
-// TestMigrateKeepsLeases migrates a database whose deliveries were leased
-// by a program that recorded no runs, and checks that those leases stand:
-// they are not taken back, and expire.
-func TestMigrateKeepsLeases(t *testing.T) {
-	t.Parallel()
-	eachBackend(t, func(t *testing.T, be backend) {
-		ctx := context.Background()
-		db, _ := be.newDB(t)
-		if err := migrate(ctx, db, be.dialect, migrations[:7]); err != nil {
-			t.Fatalf("migrate to version 7: %v", err)
-		}
-		for _, stmt := range []string{
-			`INSERT INTO events (plant_id, name, created_us) VALUES (1, 'p', 0)`,
-			`INSERT INTO webhook_deliveries (subscriber, seq, lease_us, owner) SELECT 'a', seq, 9000000000000000, 'plantstore host 10.0.0.1:8080' FROM events`,
-		} {
-			if _, err := db.Exec(stmt); err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
-		s := openStore(t, db, be.dialect, WithOutbox())
-		beat(t, s, "plantstore host 10.0.0.1:8080", "plantstore host 10.0.0.1:8080 run 1", time.Hour)
-		if n, others, err := s.TakeBack(ctx, "plantstore host 10.0.0.1:8080", "plantstore host 10.0.0.1:8080 run 1"); err != nil || n != 0 || others != 0 {
-			t.Errorf("TakeBack() after the migration = %d, %d, %v, want nothing", n, others, err)
-		}
-		if got := claimSeqs(t, s, "a", "new", time.Now().Add(time.Hour), 10); len(got) != 0 {
-			t.Errorf("Claim() of a delivery leased before the migration = %v, want none", got)
-		}
-	})
-}

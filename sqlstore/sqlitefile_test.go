@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -50,13 +51,6 @@ func readApplicationID(t *testing.T, path string) uint32 {
 	}
 	db.Close()
 	return uint32(id)
-}
-
-// openSQLiteStore opens a Store on the SQLite file at path, closed in
-// t.Cleanup.
-func openSQLiteStore(t *testing.T, path string) *Store {
-	t.Helper()
-	return openStore(t, openDB(t, "sqlite", SQLiteDSN(path)), SQLite)
 }
 
 // oddDir makes a directory whose name needs escaping in a SQLite URI.
@@ -110,7 +104,7 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 		{"plantstore database in use, its tables in the WAL", func(t *testing.T, path string) {
 			// A Store still open leaves -wal and -shm beside the file,
 			// and the tables in the WAL until a checkpoint.
-			mustCreate(t, openSQLiteStore(t, path), "kept", 1)
+			mustCreate(t, openSQLite(t, path), "kept", 1)
 		}, "read through the WAL"},
 	}
 	for _, tt := range tests {
@@ -120,7 +114,7 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 			if err := PrepareSQLiteFile(context.Background(), "sqlite", path); err != nil {
 				t.Fatalf("PrepareSQLiteFile = %v, want nil (%s)", err, tt.reason)
 			}
-			mustCreate(t, openSQLiteStore(t, path), "new", 2)
+			mustCreate(t, openSQLite(t, path), "new", 2)
 			if got := readApplicationID(t, path); got != ApplicationID {
 				t.Errorf("application_id after Open = %#x, want %#x", got, ApplicationID)
 			}
@@ -128,10 +122,11 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 	}
 }
 
-// TestPrepareSQLiteFileRefuses checks that PrepareSQLiteFile refuses a
-// file that is not plantstore's with a *notPlantstoreErr naming it, and a
-// path it cannot use with an *fs.PathError, neither wrapping
-// ErrUnavailable, and that it changes no file.
+// TestPrepareSQLiteFileRefuses checks that PrepareSQLiteFile, and
+// OpenSQLite, which calls it before the DSN switches the file to WAL,
+// refuse a file that is not plantstore's with a *notPlantstoreErr naming
+// it, and a path they cannot use with an *fs.PathError, neither wrapping
+// ErrUnavailable, and that they change no file.
 func TestPrepareSQLiteFileRefuses(t *testing.T) {
 	t.Parallel()
 	// foreign returns a row's path func: it writes plants.db with write.
@@ -160,7 +155,7 @@ func TestPrepareSQLiteFileRefuses(t *testing.T) {
 		wantErr error
 	}{
 		{"SQLite with its own plants table", sqlite(`CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`, `INSERT INTO plants VALUES (1, 'fern')`), ErrNotPlantstore},
-		{"SQLite with customers", sqlite(`CREATE TABLE customers (a)`), ErrNotPlantstore},
+		{"SQLite with customers", sqlite(`CREATE TABLE customers (a)`, `INSERT INTO customers VALUES (1)`), ErrNotPlantstore},
 		{"SQLite with another application ID", sqlite(`PRAGMA application_id = 42`), ErrNotPlantstore},
 		{"SQLite in WAL mode", sqlite(`PRAGMA journal_mode = WAL`, `CREATE TABLE customers (a)`), ErrNotPlantstore},
 		{"text file", file([]byte("name,tag\nfern,green\n")), ErrNotPlantstore},
@@ -176,22 +171,33 @@ func TestPrepareSQLiteFileRefuses(t *testing.T) {
 			dir := oddDir(t)
 			path := tt.path(t, dir)
 			before := dirtest.Snapshot(t, dir)
-			err := PrepareSQLiteFile(context.Background(), "sqlite", path)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("PrepareSQLiteFile(%s) = %v, want %v", path, err, tt.wantErr)
-			}
-			if errors.Is(err, plantstore.ErrUnavailable) {
-				t.Errorf("PrepareSQLiteFile = %v, which wraps ErrUnavailable", err)
-			}
-			np, isNP := errors.AsType[*notPlantstoreErr](err)
-			_, isPath := errors.AsType[*fs.PathError](err)
-			if tt.wantErr == ErrNotPlantstore && (!isNP || np.what != path) {
-				t.Errorf("PrepareSQLiteFile = %v, want a *notPlantstoreErr naming %s", err, path)
-			} else if tt.wantErr != ErrNotPlantstore && !isPath {
-				t.Errorf("PrepareSQLiteFile = %v, want an *fs.PathError naming the file or directory", err)
-			}
-			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-				t.Errorf("files changed by a refused PrepareSQLiteFile (-want +got):\n%s", diff)
+			for name, prepare := range map[string]func() error{
+				"PrepareSQLiteFile": func() error { return PrepareSQLiteFile(context.Background(), "sqlite", path) },
+				"OpenSQLite": func() error {
+					s, err := OpenSQLite(context.Background(), "sqlite", path)
+					if err == nil {
+						s.Close()
+					}
+					return err
+				},
+			} {
+				err := prepare()
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("%s(%s) = %v, want %v", name, path, err, tt.wantErr)
+				}
+				if errors.Is(err, plantstore.ErrUnavailable) {
+					t.Errorf("%s = %v, which wraps ErrUnavailable", name, err)
+				}
+				np, isNP := errors.AsType[*notPlantstoreErr](err)
+				_, isPath := errors.AsType[*fs.PathError](err)
+				if tt.wantErr == ErrNotPlantstore && (!isNP || np.what != path) {
+					t.Errorf("%s = %v, want a *notPlantstoreErr naming %s", name, err, path)
+				} else if tt.wantErr != ErrNotPlantstore && !isPath {
+					t.Errorf("%s = %v, want an *fs.PathError naming the file or directory", name, err)
+				}
+				if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
+					t.Errorf("files changed by a refused %s (-want +got):\n%s", name, diff)
+				}
 			}
 		})
 	}
@@ -225,7 +231,7 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plants.db")
-	openSQLiteStore(t, path).Close()
+	openSQLite(t, path).Close()
 	if err := os.Chmod(path, 0o444); err != nil {
 		t.Fatal(err)
 	}
@@ -242,11 +248,14 @@ func TestPrepareSQLiteFileNeedsWriteAccess(t *testing.T) {
 
 // TestNewSQLiteFilesAreOwnerOnly opens a new file with OpenSQLite, as the
 // binary does, which prepares it with PrepareSQLiteFile: the database, its
-// WAL and its shared-memory file are readable by their owner only.
+// WAL and its shared-memory file are readable by their owner only. Close
+// closes the *sql.DB that OpenSQLite opened, and the plant stored is there
+// when the file is opened again.
 func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plants.db")
-	mustCreate(t, openSQLite(t, path), "x", 1)
+	s := openSQLite(t, path, WithOutbox())
+	mustCreate(t, s, "kept", 1)
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -256,47 +265,11 @@ func TestNewSQLiteFilesAreOwnerOnly(t *testing.T) {
 			t.Errorf("%s has mode %v, want -rw-------", f, got)
 		}
 	}
-}
-
-func TestOpenRefusesForeignSQLiteTables(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "plants.db")
-	execSQLite(t, path, `CREATE TABLE customers (a)`)
-	db := openDB(t, "sqlite", SQLiteDSN(path))
-	s, err := Open(context.Background(), db, SQLite)
-	if !errors.Is(err, ErrNotPlantstore) {
-		t.Fatalf("Open = %v, %v, want ErrNotPlantstore", s, err)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
 	}
-	var tables []string
-	tables, err = column(context.Background(), db, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
+	if err := s.db.PingContext(context.Background()); err == nil || !strings.Contains(err.Error(), "database is closed") {
+		t.Errorf("Ping of the *sql.DB after Close = %v, want it closed", err)
 	}
-	if diff := cmp.Diff([]string{"customers"}, tables); diff != "" {
-		t.Errorf("tables after a refused Open (-want +got):\n%s", diff)
-	}
-}
-
-// TestOpenRefusesReadOnly checks that Open refuses a database it may not
-// write with ErrReadOnly, and not as ErrUnavailable: a read-only database
-// does not get better by waiting.
-func TestOpenRefusesReadOnly(t *testing.T) {
-	t.Parallel()
-	eachBackend(t, func(t *testing.T, be backend) {
-		var db *sql.DB
-		if be.dialect == SQLite {
-			path := filepath.Join(t.TempDir(), "plants.db")
-			openSQLiteStore(t, path).Close()
-			// SQLite opens a file it may not write read-only without an
-			// error; mode=ro does the same for a process that may.
-			db = openDB(t, "sqlite", SQLiteDSN(path)+"&mode=ro")
-		} else {
-			_, dsn := be.newDB(t)
-			db = openDB(t, be.driver, withParams(t, dsn, map[string]string{"default_transaction_read_only": "on"}))
-		}
-		s, err := Open(context.Background(), db, be.dialect)
-		if !errors.Is(err, ErrReadOnly) || errors.Is(err, plantstore.ErrUnavailable) {
-			t.Fatalf("Open of a read-only database = %v, %v, want ErrReadOnly, not ErrUnavailable", s, err)
-		}
-	})
+	wantPlant(t, openSQLite(t, path), plantstore.Plant{ID: 1, Name: "kept"})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -236,8 +237,9 @@ func TestStorage(t *testing.T) {
 	}
 }
 
-// TestCreateWritesRows checks the rows a Store without the outbox writes:
-// the tag NULL when absent, as given otherwise, and no event.
+// TestCreateWritesRows checks the tags a Store writes: NULL when absent,
+// as given otherwise. That a Store without the outbox records no event,
+// TestStorage checks.
 func TestCreateWritesRows(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be backend) {
@@ -262,12 +264,6 @@ func TestCreateWritesRows(t *testing.T) {
 			if diff := cmp.Diff(want, tag); diff != "" {
 				t.Errorf("%s: stored tag mismatch (-want +got):\n%s", tt.plant.Name, diff)
 			}
-		}
-		if n, err := s.FanOut(ctx, []string{"a"}, 10); err != nil || n != 0 {
-			t.Errorf("FanOut() without the outbox = %d, %v, want 0", n, err)
-		}
-		if n, err := s.Depth(ctx); err != nil || n != 0 {
-			t.Errorf("Depth() without the outbox = %d, %v, want 0", n, err)
 		}
 	})
 }
@@ -299,6 +295,13 @@ func TestBatchOutcomes(t *testing.T) {
 				t.Errorf("create %+v in a batch = %v, want %v (%s)", tt.plant, errs[i], tt.wantErr, tt.reason)
 			}
 		}
+		// A Create that waited for its turn until too little of its time
+		// is left is answered at once, and stores nothing.
+		late := &createReq{plant: plantstore.Plant{ID: 7, Name: "late"}, deadline: time.Now(), done: make(chan error, 1)}
+		s.commitBatch([]*createReq{late}, false)
+		if err := <-late.done; !errors.Is(err, plantstore.ErrUnavailable) {
+			t.Errorf("create with no time left = %v, want ErrUnavailable", err)
+		}
 		got, err := s.List(ctx, -100, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -314,42 +317,6 @@ func TestBatchOutcomes(t *testing.T) {
 		wantEvents := map[int64]string{-1: "minus one", 5: "stored before", 9: "first 9"}
 		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
 			t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
-		}
-	})
-}
-
-// TestBatchFailureIsUnavailableForAll closes the database under a Store:
-// each Create of a batch that fails fails with ErrUnavailable, and so
-// does a Create after it.
-func TestBatchFailureIsUnavailableForAll(t *testing.T) {
-	t.Parallel()
-	s := sqliteBackend.open(t)
-	s.db.Close()
-	ctx := context.Background()
-	reqs := []*createReq{{plant: plantstore.Plant{ID: 1}}, {plant: plantstore.Plant{ID: 2}}, {plant: plantstore.Plant{ID: 1}}}
-	errs, _ := s.insert(ctx, context.Background(), reqs)
-	for i, err := range errs {
-		if !errors.Is(err, plantstore.ErrUnavailable) {
-			t.Errorf("create %d in a failed batch = %v, want ErrUnavailable", i, err)
-		}
-	}
-	if err := s.Create(ctx, plantstore.Plant{ID: 3}); !errors.Is(err, plantstore.ErrUnavailable) {
-		t.Errorf("Create on a closed database = %v, want ErrUnavailable", err)
-	}
-}
-
-func TestCreateAfterClose(t *testing.T) {
-	t.Parallel()
-	eachMode(t, modes, func(t *testing.T, opts []Option) {
-		s := sqliteBackend.open(t, opts...)
-		if err := s.Close(); err != nil {
-			t.Fatalf("Close() = %v", err)
-		}
-		if err := s.Create(context.Background(), plantstore.Plant{ID: 1}); !errors.Is(err, plantstore.ErrUnavailable) {
-			t.Errorf("Create after Close = %v, want ErrUnavailable", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Errorf("second Close() = %v", err)
 		}
 	})
 }
