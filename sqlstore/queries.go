@@ -69,22 +69,32 @@ func (q queries) values(b *strings.Builder, rows, cols int) {
 
 // insertPlants returns the statement that inserts rows plants, skipping
 // those whose id is taken, and returns the ids it inserted.
-func (q queries) insertPlants(rows int) string {
+func (q queries) insertPlants(rows int) string { return q.insertPlantsIf(rows, true) }
+
+// insertPlantsIf returns insertPlants' statement, or, unless skipTaken,
+// one that fails as a whole on a taken id.
+func (q queries) insertPlantsIf(rows int, skipTaken bool) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO plants (id, name, tag) VALUES `)
 	q.values(&b, rows, 3)
-	b.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id`)
+	if skipTaken {
+		b.WriteString(` ON CONFLICT (id) DO NOTHING`)
+	}
+	b.WriteString(` RETURNING id`)
 	return b.String()
 }
 
 // insertPlantsAndEvents returns, on PostgreSQL, the statement that
-// inserts rows plants as insertPlants does, and an event for each plant
+// inserts rows plants as insertPlantsIf does, and an event for each plant
 // it inserted, created at $(3·rows+1), in the order of their ids.
-func (q queries) insertPlantsAndEvents(rows int) string {
+func (q queries) insertPlantsAndEvents(rows int, skipTaken bool) string {
 	var b strings.Builder
 	b.WriteString(`WITH p AS (INSERT INTO plants (id, name, tag) VALUES `)
 	q.values(&b, rows, 3)
-	b.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id, name, tag), e AS (INSERT INTO events (plant_id, name, tag, created_us) SELECT id, name, tag, `)
+	if skipTaken {
+		b.WriteString(` ON CONFLICT (id) DO NOTHING`)
+	}
+	b.WriteString(` RETURNING id, name, tag), e AS (INSERT INTO events (plant_id, name, tag, created_us) SELECT id, name, tag, `)
 	b.WriteString(q.param(3*rows + 1))
 	b.WriteString(`::bigint FROM p ORDER BY id) SELECT id FROM p`)
 	return b.String()

@@ -237,6 +237,11 @@ type Store struct {
 	// batches take three statements again (see insertOne).
 	wary atomic.Bool
 
+	// guarded counts the one-statement batches on PostgreSQL still to
+	// skip taken ids with ON CONFLICT after one found an id taken (see
+	// insertOne). The committer's alone.
+	guarded int
+
 	probeID int64       // this Store's row of write_probe; see ProbeWrite
 	probed  atomic.Bool // whether ProbeWrite may have written it
 

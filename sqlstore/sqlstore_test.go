@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -319,6 +320,55 @@ func TestBatchOutcomes(t *testing.T) {
 			t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestTakenIDsGuardLaterBatches checks how a one-statement batch on
+// PostgreSQL meets a taken id: sent as a plain INSERT, it fails as a
+// whole and goes again skipping taken ids, as do the next guardedBatches
+// batches; a batch with no taken id changes nothing.
+func TestTakenIDsGuardLaterBatches(t *testing.T) {
+	t.Parallel()
+	s := postgresBackend.open(t, WithOutbox())
+	ctx := context.Background()
+	batch := func(ids ...int64) []error {
+		var reqs []*createReq
+		for _, id := range ids {
+			reqs = append(reqs, &createReq{plant: plantstore.Plant{ID: id, Name: "plant " + strconv.FormatInt(id, 10)}})
+		}
+		errs, committed := s.insert(ctx, ctx, reqs)
+		if !committed {
+			t.Fatalf("batch %v did not commit: %v", ids, errs)
+		}
+		return errs
+	}
+	for _, step := range []struct {
+		ids         []int64
+		conflicts   []bool
+		wantGuarded int
+	}{
+		{[]int64{1, 2}, []bool{false, false}, 0},
+		{[]int64{2, 3}, []bool{true, false}, guardedBatches},
+		{[]int64{4}, []bool{false}, guardedBatches - 1},
+		{[]int64{4, 5}, []bool{true, false}, guardedBatches - 2},
+	} {
+		errs := batch(step.ids...)
+		for i, err := range errs {
+			if got := errors.Is(err, plantstore.ErrConflict); got != step.conflicts[i] || !got && err != nil {
+				t.Errorf("batch %v: create %d = %v, want conflict %v", step.ids, step.ids[i], err, step.conflicts[i])
+			}
+		}
+		if s.guarded != step.wantGuarded {
+			t.Errorf("after batch %v: %d batches to skip taken ids, want %d", step.ids, s.guarded, step.wantGuarded)
+		}
+	}
+	got := map[int64]string{}
+	for _, e := range allEvents(t, s) {
+		got[e.Plant.ID] = e.Plant.Name
+	}
+	want := map[int64]string{1: "plant 1", 2: "plant 2", 3: "plant 3", 4: "plant 4", 5: "plant 5"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 }
 
 func TestDialectString(t *testing.T) {
