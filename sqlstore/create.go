@@ -250,7 +250,7 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	if st != nil {
 		rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	} else {
-		rows, err = tx.QueryContext(ctx, s.q.insertPlants(len(order)), args...)
+		rows, err = tx.QueryContext(ctx, s.q.insertPlants(len(order), true), args...)
 	}
 	if err != nil {
 		return nil, err
@@ -359,7 +359,7 @@ const guardedBatches = 64
 // queryInserted runs the one-statement insert of n plants on conn and
 // returns the ids it inserted.
 func (s *Store) queryInserted(ctx context.Context, conn *sql.Conn, n int, skipTaken bool, args []any) (map[int64]bool, error) {
-	query := s.q.insertPlantsIf(n, skipTaken)
+	query := s.q.insertPlants(n, skipTaken)
 	if s.cfg.outbox {
 		query = s.q.insertPlantsAndEvents(n, skipTaken)
 	}
@@ -438,7 +438,7 @@ func (s *Store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st != nil {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, s.q.insertPlants(n))
+	st, err := s.db.PrepareContext(ctx, s.q.insertPlants(n, true))
 	if err != nil {
 		return nil, err
 	}

@@ -67,13 +67,10 @@ func (q queries) values(b *strings.Builder, rows, cols int) {
 	}
 }
 
-// insertPlants returns the statement that inserts rows plants, skipping
-// those whose id is taken, and returns the ids it inserted.
-func (q queries) insertPlants(rows int) string { return q.insertPlantsIf(rows, true) }
-
-// insertPlantsIf returns insertPlants' statement, or, unless skipTaken,
-// one that fails as a whole on a taken id.
-func (q queries) insertPlantsIf(rows int, skipTaken bool) string {
+// insertPlants returns the statement that inserts rows plants and returns
+// the ids it inserted: skipping those whose id is taken, or, unless
+// skipTaken, failing as a whole on a taken id.
+func (q queries) insertPlants(rows int, skipTaken bool) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO plants (id, name, tag) VALUES `)
 	q.values(&b, rows, 3)
@@ -85,7 +82,7 @@ func (q queries) insertPlantsIf(rows int, skipTaken bool) string {
 }
 
 // insertPlantsAndEvents returns, on PostgreSQL, the statement that
-// inserts rows plants as insertPlantsIf does, and an event for each plant
+// inserts rows plants as insertPlants does, and an event for each plant
 // it inserted, created at $(3·rows+1), in the order of their ids.
 func (q queries) insertPlantsAndEvents(rows int, skipTaken bool) string {
 	var b strings.Builder
