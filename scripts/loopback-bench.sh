@@ -7,7 +7,9 @@
 #
 # Each server is pinned to one core and the load generator to another; the
 # servers alternate (floor, plantstore, floor, ...) for ROUNDS rounds and are
-# restarted each round, so that drift hits all alike.
+# restarted each round, so that drift hits all alike. Each run starts on an
+# empty store and a quiet disk: what the run before stored is deleted, and
+# the kernel's dirty pages flushed (sync; CHECKPOINT on PostgreSQL).
 #
 # Usage: scripts/loopback-bench.sh            (from the repository root or anywhere)
 #        SERVERS="memory sqlite postgres" scripts/loopback-bench.sh
@@ -20,7 +22,8 @@
 #   plantstore   BENCH_BIN (default: ./cmd/plantstore built here) with BENCH_ARGS
 #   memory       plantstore -db memory
 #   sqlite       plantstore on a new SQLite file in a temporary directory each round
-#   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN)
+#   postgres     plantstore on BENCH_POSTGRES_DSN (default: PLANTSTORE_TEST_POSTGRES_DSN),
+#                in a new schema each round (made and dropped with psql)
 #   ogen         ogen's server without OpenTelemetry, generated from httpapi/openapi.json
 #   oapi-codegen oapi-codegen's strict server on net/http, generated likewise
 #                (both from the module scripts/peers, plants in memory; see its doc.go)
@@ -73,7 +76,11 @@ cleanup() {
 		mkdir -p "$BENCH_KEEP" && cp "$tmp"/*.out "$BENCH_KEEP"/ 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
+	if [[ " ${servers[*]} " == *" postgres "* ]]; then
+		psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" >/dev/null 2>&1 || true
+	fi
 }
+pg_schema=loopback_bench_$$
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -86,8 +93,9 @@ if (( ${#servers[@]} < 2 )); then
 fi
 for name in "${servers[@]}"; do
 	[[ $name =~ ^[A-Za-z0-9_]+$ || $name == oapi-codegen ]] || die "server names are letters, digits and _: not \"$name\""
-	if [[ $name == postgres && -z $BENCH_POSTGRES_DSN ]]; then
-		die "server postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
+	if [[ $name == postgres ]]; then
+		[[ -n $BENCH_POSTGRES_DSN ]] || die "server postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
+		command -v psql >/dev/null || die "server postgres needs psql to make a schema for each round"
 	fi
 done
 if (( $(nproc) < 2 )); then
@@ -149,7 +157,13 @@ start_server() {
 			rm -rf "$tmp/sqlite" && mkdir "$tmp/sqlite"
 			args="-db $tmp/sqlite/plants.db"
 			;;
-		postgres) args="-db $BENCH_POSTGRES_DSN" ;;
+		postgres)
+			# A new schema each round, as SQLite gets a new file.
+			PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" \
+				-c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" -c "CREATE SCHEMA $pg_schema" >/dev/null \
+				|| die "could not make schema $pg_schema with psql"
+			args="-db $BENCH_POSTGRES_DSN$([[ $BENCH_POSTGRES_DSN == *\?* ]] && echo '&' || echo '?')search_path=$pg_schema"
+			;;
 		*)
 			local b="BIN_$name" a="ARGS_$name"
 			bin=${!b:-$plantstore_bin}
@@ -168,6 +182,17 @@ start_server() {
 	wait_listening "$name" "$out" "$tmp/server.err"
 }
 
+
+# settle drops what the last run stored and flushes what the kernel still
+# holds of it, so that no run pays for the writes of the one before.
+settle() {
+	rm -rf "$tmp/sqlite" "$tmp/pb.d" "$tmp"/*.d
+	if [[ " ${servers[*]} " == *" postgres "* ]]; then
+		PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" \
+			-c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" -c "CHECKPOINT" >/dev/null 2>&1 || true
+	fi
+	sync
+}
 
 # load OUT NAME: drives server_url from CLIENT_CPU and prints "REQS P99MS
 # BAD", BAD being the responses other than 200 plus transport errors.
@@ -216,6 +241,7 @@ for round in $(seq "$ROUNDS"); do
 		start_server "$name"
 		read -r rps p99 bad < <(load "$tmp/$name-$round.out" "$name")
 		stop_server
+		settle
 		[[ -n $rps ]] || die "no req/s in $CLIENT's output for $name round $round: $(cat "$tmp/$name-$round.out")"
 		printf '%-6s %-12s %12.1f %10.3f %8d\n' "$round" "$name" "$rps" "$p99" "$bad"
 		bad_total=$(( bad_total + bad ))
