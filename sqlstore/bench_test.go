@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -202,5 +203,39 @@ func BenchmarkOutboxDeliveries(b *testing.B) {
 				delivered += len(ds)
 			}
 		})
+	}
+}
+
+// BenchmarkInsertBatch measures what the committer spends on one batch of
+// plants (insert and commit, in one transaction), by its size, per plant:
+// on SQLite a batch beyond maxPreparedBatch goes in prepared chunks. Run
+// it with -cpu 1:
+//
+//	go test -run '^$' -bench InsertBatch -cpu 1 -count 5 ./sqlstore
+func BenchmarkInsertBatch(b *testing.B) {
+	for _, be := range backends {
+		for _, size := range []int{16, 64, 65, 128, 256} {
+			b.Run(fmt.Sprintf("%s/size=%d", be.name, size), func(b *testing.B) {
+				s := be.open(b)
+				ctx := context.Background()
+				reqs := make([]*createReq, size)
+				for i := range reqs {
+					reqs[i] = &createReq{}
+				}
+				b.ReportAllocs()
+				id := int64(0)
+				for b.Loop() {
+					for _, r := range reqs {
+						id++
+						r.plant = plantstore.Plant{ID: id, Name: "bench", Tag: "t", HasTag: id%2 == 0}
+					}
+					errs, _ := s.insert(ctx, ctx, reqs)
+					if err := errors.Join(errs...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/plant")
+			})
+		}
 	}
 }

@@ -48,7 +48,14 @@ func (q queries) param(n int) string {
 	return "?" + strconv.Itoa(n)
 }
 
-// values appends rows tuples of cols placeholders each, comma-separated.
+// values appends rows tuples of cols placeholders each, comma-separated,
+// for the arguments from the first. On SQLite they are anonymous (?), not
+// numbered (?NNN): the driver asks SQLite for each parameter's name when
+// it binds, and SQLite finds a number's name by a scan of all the
+// statement's names: binding a batch's arguments cost time that grew with
+// the square of its size. A prepared batch of 64 plants took 0.25 ms
+// with anonymous placeholders where it took 0.38 ms with numbered ones
+// (BenchmarkInsertBatch, -cpu 1, six alternating runs of each build).
 func (q queries) values(b *strings.Builder, rows, cols int) {
 	n := 1
 	for r := range rows {
@@ -60,7 +67,11 @@ func (q queries) values(b *strings.Builder, rows, cols int) {
 			if c > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(q.param(n))
+			if q.dialect == SQLite {
+				b.WriteByte('?')
+			} else {
+				b.WriteString(q.param(n))
+			}
 			n++
 		}
 		b.WriteByte(')')

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -318,6 +320,48 @@ func TestBatchOutcomes(t *testing.T) {
 		wantEvents := map[int64]string{-1: "minus one", 5: "stored before", 9: "first 9"}
 		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
 			t.Errorf("events after the batch mismatch (-want +got):\n%s", diff)
+		}
+
+		// A batch of more than maxPreparedBatch, in chunks on SQLite, with
+		// a taken id in its second chunk.
+		const first, taken = 1000, 1000 + maxPreparedBatch + 3
+		mustCreate(t, s, "taken before", taken)
+		reqs, want = nil, nil
+		for id := int64(first); id < first+2*maxPreparedBatch+5; id++ {
+			p := plantstore.Plant{ID: id, Name: fmt.Sprint("big ", id)}
+			if id%2 == 0 {
+				p.Tag, p.HasTag = "t", true
+			}
+			reqs = append(reqs, &createReq{plant: p})
+			if id == taken {
+				p = plantstore.Plant{ID: id, Name: "taken before"}
+			}
+			want = append(want, p)
+			wantEvents[id] = p.Name
+		}
+		slices.Reverse(reqs)
+		errs, _ = s.insert(ctx, ctx, reqs)
+		for i, r := range reqs {
+			var wantErr error
+			if r.plant.ID == taken {
+				wantErr = plantstore.ErrConflict
+			}
+			if !errors.Is(errs[i], wantErr) {
+				t.Errorf("create %d in a large batch = %v, want %v", r.plant.ID, errs[i], wantErr)
+			}
+		}
+		if got, err = s.List(ctx, first, 500); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("plants after the large batch mismatch (-want +got):\n%s", diff)
+		}
+		clear(gotEvents)
+		for _, e := range allEvents(t, s) {
+			gotEvents[e.Plant.ID] = e.Plant.Name
+		}
+		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
+			t.Errorf("events after the large batch mismatch (-want +got):\n%s", diff)
 		}
 	})
 }
