@@ -158,7 +158,7 @@ func wantHeaders(t *testing.T, path string, got http.Header, want map[string]str
 // TestNotServed checks what the handler does not serve: other paths,
 // other names under /docs/ among them, and other methods. How httpapi
 // answers the handler's 404 (its Error 404), other methods, and a handler
-// without WithDocs, is httpapi's TestDocsRoute.
+// without WithDocs, is httpapi's TestHooks and TestMetricsAndDocsOptional.
 func TestNotServed(t *testing.T) {
 	srv := httptest.NewServer(apidocs.Handler())
 	defer srv.Close()

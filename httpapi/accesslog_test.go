@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -18,42 +17,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// recordingHandler is a slog.Handler that keeps the records it is given,
-// at or above its level.
-type recordingHandler struct {
-	level slog.Level
-	mu    sync.Mutex
-	recs  []slog.Record
-}
-
-func (h *recordingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler                { return h }
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r.Clone())
-	return nil
-}
-
-func (h *recordingHandler) records() []slog.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]slog.Record(nil), h.recs...)
-}
-
-// attr returns the value of r's attribute key, or "".
-func attr(r slog.Record, key string) (v string) {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == key {
-			v = a.Value.String()
-		}
-		return true
-	})
-	return v
-}
-
-// accessLine is an access line in JSON, decoded.
 type accessLine struct {
 	Time      time.Time
 	Level     string
@@ -67,7 +30,6 @@ type accessLine struct {
 	Error     int
 }
 
-// accessLines decodes the JSON lines of out.
 func accessLines(t *testing.T, out string) []accessLine {
 	t.Helper()
 	var lines []accessLine

@@ -44,7 +44,6 @@ var (
 	jsonHeader = http.Header{"Authorization": authHeader["Authorization"], "Content-Type": {"application/json"}}
 )
 
-// benchName is the name of the plants the benchmarks create.
 const benchName = "Monstera deliciosa"
 
 // benchCreateBody returns a valid NewPlant body with id i and name, written
@@ -68,7 +67,6 @@ type benchCase struct {
 	body func(i int) []byte
 }
 
-// newRequest builds the i-th request of c.
 func (c benchCase) newRequest(i int) *http.Request {
 	req := httptest.NewRequest(c.method, c.target, bytes.NewReader(c.body(i)))
 	maps.Copy(req.Header, c.header)
@@ -84,7 +82,6 @@ func createCase(name string, untagged bool) benchCase {
 	}}
 }
 
-// fixedCase sends the same request each time.
 func fixedCase(method, target, body string, header http.Header) benchCase {
 	b := []byte(body)
 	return benchCase{method: method, target: target, header: header, body: func(int) []byte { return b }}
@@ -130,7 +127,6 @@ func BenchmarkHarness(b *testing.B) {
 	serveBench(b, h, createCase(benchName, false), 0)
 }
 
-// floorBody is the floor handler's fixed answer, a Plant.
 var floorBody = []byte(`{"name":"Monstera deliciosa","tag":"aroid"}`)
 
 // floorHandler reads the whole body and answers 200 with a fixed Plant. It

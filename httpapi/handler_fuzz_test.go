@@ -17,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -122,9 +123,9 @@ func checkFuzzRequest(t *testing.T, req *http.Request, body []byte) {
 	if _, err := ps.Create(context.Background(), fuzzPresent); err != nil {
 		t.Fatal(err)
 	}
-	logs := &recordingHandler{level: slog.LevelWarn}
+	var logs testkit.Buffer
 	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithMaxBodyBytes(fuzzMaxBody),
-		httpapi.WithLogger(slog.New(logs)))
+		httpapi.WithLogger(testkit.NewLogger(&logs, slog.LevelWarn)))
 	what := req.Method + " " + req.URL.RequestURI()
 	createRequest := what == "POST /plants"
 	// An authorized JSON create within the limit, which passes every check
@@ -135,8 +136,8 @@ func checkFuzzRequest(t *testing.T, req *http.Request, body []byte) {
 	resp := rec.Result()
 	got := rec.Body.Bytes()
 
-	for _, r := range logs.records() {
-		t.Errorf("%s: logged %v %q", what, r.Level, r.Message)
+	if out := logs.String(); out != "" {
+		t.Errorf("%s: logged %s", what, out)
 	}
 	want, refErr := referenceNewPlant(body)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,10 +50,30 @@ func itoa(code int) string {
 	return strconv.Itoa(code)
 }
 
+// metricsHandler and docsHandler stand in for a host's metrics and API
+// reference; docsHandler answers /docs/unknown.js 404.
+var (
+	metricsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		io.WriteString(w, "plantstore_up 1\n")
+	})
+	docsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if r.URL.Path == "/docs/unknown.js" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "docs at "+r.URL.Path)
+	})
+)
+
 // TestHooks checks the route, method and code the Served hook is told of
-// each request, without and with an access log, which shares its
-// recorder. Paths whose %-escapes decode to a route or an id are routed as
-// sent, so they reach no plant.
+// each kind of request, without and with an access log, which shares its
+// recorder; and that each answer carries back the client's X-Request-Id
+// (validatingTransport's check). Paths whose %-escapes decode to a route
+// or an id are routed as sent, so they reach no plant. /metrics is behind
+// the token, /docs is not, and a name the docs handler answers 404 is
+// answered with the API's Error, without the headers of the text answer.
 func TestHooks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -61,45 +82,70 @@ func TestHooks(t *testing.T) {
 		body         string
 		status       int    // 400: the Error of served's code
 		served       string // "METHOD route code", as servedLog keeps it
+		answer       string // the body of a 200 from metrics or docs
 	}{
-		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200, "POST /plants ok"},
-		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400, "POST /plants 409"},
-		{"POST", "/plants", hdr{"Authorization": "Bearer wrong"}, `{"id":3}`, 400, "POST /plants 401"},
-		{"POST", "/plants", hdr{"Content-Type": "text/plain"}, `{}`, 400, "POST /plants 415"},
-		{"DELETE", "/plants%2F1", nil, "", 400, "DELETE other 404"},        // an escaped slash separates no segments
-		{"GET", "/plants%2f1", nil, "", 400, "GET other 404"},              // nor in lower case
-		{"DELETE", "/plants/%31", nil, "", 400, "DELETE /plants/{id} 400"}, // an escaped digit is no canonical id
-		{"GET", "/plants/%2B1", nil, "", 400, "GET /plants/{id} 400"},      // nor an escaped plus sign
-		{"GET", "/%70lants", nil, "", 400, "GET other 404"},                // an escaped letter spells no route
-		{"GET", "/healthz%2F", nil, "", 400, "GET other 404"},
-		{"GET", "/plants/1", nil, "", 200, "GET /plants/{id} ok"},
-		{"GET", "/plants/01", nil, "", 400, "GET /plants/{id} 400"}, // a non-canonical id
-		{"DELETE", "/plants/1", nil, "", 204, "DELETE /plants/{id} ok"},
-		{"DELETE", "/plants/1", nil, "", 400, "DELETE /plants/{id} 404"},
-		{"GET", "/plants/1/leaves", nil, "", 400, "GET other 404"},
-		{"GET", "/secret-admin-path-x", nil, "", 400, "GET other 404"},
-		{"PUT", "/plants", nil, "", 400, "PUT /plants 405"},
-		{"BREW", "/plants", nil, "", 400, "BREW /plants 405"}, // a method HTTP does not define
-		{"GET", "/healthz", noToken, "", 200, "GET /healthz ok"},
-		{"OPTIONS", "/plants/7", nil, "", 204, "OPTIONS /plants/{id} ok"},
+		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200, "POST /plants ok", ""},
+		{"POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 400, "POST /plants 409", ""},
+		{"POST", "/plants", hdr{"Authorization": "Bearer wrong"}, `{"id":3}`, 400, "POST /plants 401", ""},
+		{"POST", "/plants", hdr{"Content-Type": "text/plain"}, `{}`, 400, "POST /plants 415", ""},
+		{"POST", "/plants", nil, `{"id":2,`, 400, "POST /plants 400", ""},
+		{"POST", "/plants", nil, strings.Repeat(" ", httpapi.DefaultMaxBodyBytes+1), 400, "POST /plants 413", ""},
+		{"GET", "/plants?limit=1", nil, "", 200, "GET /plants ok", ""},
+		{"GET", "/plants?limit=0", nil, "", 400, "GET /plants 400", ""},
+		{"GET", "/plants", noToken, "", 400, "GET /plants 401", ""},
+		{"DELETE", "/plants%2F1", nil, "", 400, "DELETE other 404", ""},        // an escaped slash separates no segments
+		{"GET", "/plants%2f1", nil, "", 400, "GET other 404", ""},              // nor in lower case
+		{"DELETE", "/plants/%31", nil, "", 400, "DELETE /plants/{id} 400", ""}, // an escaped digit is no canonical id
+		{"GET", "/plants/%2B1", nil, "", 400, "GET /plants/{id} 400", ""},      // nor an escaped plus sign
+		{"GET", "/%70lants", nil, "", 400, "GET other 404", ""},                // an escaped letter spells no route
+		{"GET", "/healthz%2F", nil, "", 400, "GET other 404", ""},
+		{"GET", "/plants/1", nil, "", 200, "GET /plants/{id} ok", ""},
+		{"GET", "/plants/01", nil, "", 400, "GET /plants/{id} 400", ""}, // a non-canonical id
+		{"DELETE", "/plants/1", nil, "", 204, "DELETE /plants/{id} ok", ""},
+		{"DELETE", "/plants/1", nil, "", 400, "DELETE /plants/{id} 404", ""},
+		{"GET", "/plants/1/leaves", nil, "", 400, "GET other 404", ""},
+		{"GET", "/secret-admin-path-x", noToken, "", 400, "GET other 404", ""},
+		{"PUT", "/plants", nil, "", 400, "PUT /plants 405", ""},
+		{"BREW", "/plants", nil, "", 400, "BREW /plants 405", ""}, // a method HTTP does not define
+		{"GET", "/healthz", noToken, "", 200, "GET /healthz ok", ""},
+		{"GET", "/readyz", noToken, "", 200, "GET /readyz ok", ""},
+		{"GET", "/openapi.json", noToken, "", 200, "GET /openapi.json ok", ""},
+		{"OPTIONS", "/plants/7", nil, "", 204, "OPTIONS /plants/{id} ok", ""},
+		{"GET", "/metrics", noToken, "", 400, "GET /metrics 401", ""},
+		{"GET", "/metrics", nil, "", 200, "GET /metrics ok", "plantstore_up 1\n"},
+		{"HEAD", "/metrics", nil, "", 200, "HEAD /metrics ok", ""},
+		{"POST", "/metrics", nil, "", 400, "POST /metrics 405", ""},
+		{"DELETE", "/metrics", nil, "", 400, "DELETE /metrics 405", ""},
+		{"GET", "/docs", noToken, "", 200, "GET /docs ok", "docs at /docs"},
+		{"GET", "/docs/init.js", noToken, "", 200, "GET /docs/{name} ok", "docs at /docs/init.js"},
+		{"HEAD", "/docs", noToken, "", 200, "HEAD /docs ok", ""},
+		{"POST", "/docs", nil, "", 400, "POST /docs 405", ""},
+		{"GET", "/docs/", nil, "", 400, "GET other 404", ""},
+		{"GET", "/docs/a/b", nil, "", 400, "GET other 404", ""},
+		{"GET", "/docs/unknown.js", noToken, "", 400, "GET /docs/{name} 404", ""},
 	}
 	for _, accessLog := range []string{"off", "on"} {
 		t.Run("log="+accessLog, func(t *testing.T) {
 			var l servedLog
-			opts := []httpapi.Option{httpapi.WithHooks(l.hooks())}
+			opts := []httpapi.Option{httpapi.WithHooks(l.hooks()), httpapi.WithMetricsHandler(metricsHandler), httpapi.WithDocs(docsHandler)}
 			if accessLog == "on" {
 				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
 			}
 			e := newEnv(t, nil, opts...)
 			var want []string
-			for _, tt := range tests {
-				r := e.do(tt.method, tt.path, tt.headers, tt.body)
-				if r.status != tt.status {
-					t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.status)
+			for i, tt := range tests {
+				headers := hdr{"X-Request-Id": "client-" + strconv.Itoa(i)}
+				maps.Copy(headers, tt.headers)
+				r := e.do(tt.method, tt.path, headers, tt.body)
+				if r.status != tt.status || tt.answer != "" && string(r.body) != tt.answer {
+					t.Fatalf("%s %s = %d %q, want %d %q", tt.method, tt.path, r.status, r.body, tt.status, tt.answer)
 				}
 				if tt.status == 400 {
 					code, _ := strconv.Atoi(tt.served[strings.LastIndex(tt.served, " ")+1:])
 					r.wantError(t, 400, code)
+					if v := r.header.Get("X-Content-Type-Options"); v != "" {
+						t.Errorf("%s %s: the Error carries X-Content-Type-Options %q", tt.method, tt.path, v)
+					}
 				}
 				want = append(want, tt.served)
 			}
@@ -142,95 +188,19 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
-// TestMetricsRoute checks GET /metrics: error 404 without a metrics
-// handler; with one, behind the token unless public, GET and HEAD only,
-// and through the request ids (validatingTransport's check) and the hooks
-// like any route.
-func TestMetricsRoute(t *testing.T) {
+// TestMetricsAndDocsOptional checks that /metrics and /docs are the
+// Error 404 without their handlers, and that WithPublicMetrics opens
+// /metrics, and only it, to requests without a token.
+func TestMetricsAndDocsOptional(t *testing.T) {
 	t.Parallel()
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		io.WriteString(w, "plantstore_up 1\n")
-	})
-	t.Run("none", func(t *testing.T) {
-		newEnv(t, nil).do("GET", "/metrics", nil, "").wantError(t, 400, 404)
-	})
-	t.Run("behind the token", func(t *testing.T) {
-		var l servedLog
-		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithHooks(l.hooks()))
-		e.do("GET", "/metrics", noToken, "").wantError(t, 400, 401)
-		r := e.do("GET", "/metrics", nil, "")
-		if r.status != 200 || string(r.body) != "plantstore_up 1\n" {
-			t.Errorf("GET /metrics with the token = %d %q, want the metrics", r.status, r.body)
-		}
-		e.do("HEAD", "/metrics", nil, "").wantOK(t, "HEAD /metrics")
-		e.do("POST", "/metrics", nil, "").wantError(t, 400, 405)
-		e.do("DELETE", "/metrics", nil, "").wantError(t, 400, 405)
-		want := []string{"GET /metrics 401", "GET /metrics ok", "HEAD /metrics ok", "POST /metrics 405", "DELETE /metrics 405"}
-		if diff := cmp.Diff(want, l.take()); diff != "" {
-			t.Errorf("requests served (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("public", func(t *testing.T) {
-		e := newEnv(t, nil, httpapi.WithMetricsHandler(metrics), httpapi.WithPublicMetrics())
-		e.do("GET", "/metrics", noToken, "").wantOK(t, "GET /metrics without a token, public")
-		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
-	})
-}
-
-// TestDocsRoute checks GET /docs and /docs/NAME: error 404 without a docs
-// handler; with one, served by it without a token, GET and HEAD only, and
-// through the request ids (validatingTransport's check) and the hooks like
-// any route.
-func TestDocsRoute(t *testing.T) {
-	docs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		if r.URL.Path == "/docs/unknown.js" {
-			http.NotFound(w, r)
-			return
-		}
-		io.WriteString(w, "docs at "+r.URL.Path)
-	})
-	t.Run("none", func(t *testing.T) {
-		e := newEnv(t, nil)
-		e.do("GET", "/docs", noToken, "").wantError(t, 400, 404)
-		e.do("GET", "/docs", nil, "").wantError(t, 400, 404)
-		e.do("GET", "/docs/init.js", nil, "").wantError(t, 400, 404)
-	})
-	t.Run("given", func(t *testing.T) {
-		var l servedLog
-		e := newEnv(t, nil, httpapi.WithDocs(docs), httpapi.WithHooks(l.hooks()))
-		for _, path := range []string{"/docs", "/docs/init.js"} {
-			r := e.do("GET", path, noToken, "")
-			if r.status != 200 || string(r.body) != "docs at "+path {
-				t.Errorf("GET %s without a token = %d %q, want the docs handler's answer", path, r.status, r.body)
-			}
-		}
-		e.do("HEAD", "/docs", noToken, "").wantOK(t, "HEAD /docs")
-		e.do("POST", "/docs", nil, "").wantError(t, 400, 405)
-		e.do("GET", "/docs/", nil, "").wantError(t, 400, 404)
-		e.do("GET", "/docs/a/b", nil, "").wantError(t, 400, 404)
-		e.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
-		want := []string{"GET /docs ok", "GET /docs/{name} ok", "HEAD /docs ok", "POST /docs 405", "GET other 404", "GET other 404", "GET /plants 401"}
-		if diff := cmp.Diff(want, l.take()); diff != "" {
-			t.Errorf("requests served (-want +got):\n%s", diff)
-		}
-	})
-	// A name the docs handler answers 404 is answered with the API's
-	// Error, and counted with its code.
-	t.Run("unknown name", func(t *testing.T) {
-		var l servedLog
-		e := newEnv(t, nil, httpapi.WithDocs(docs), httpapi.WithHooks(l.hooks()))
-		r := e.do("GET", "/docs/unknown.js", noToken, "")
-		r.wantError(t, 400, 404)
-		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || r.header.Get("X-Content-Type-Options") != "" {
-			t.Errorf("GET /docs/unknown.js: Content-Type %q, X-Content-Type-Options %q; want JSON, and no header of the text answer", ct, r.header.Get("X-Content-Type-Options"))
-		}
-		want := []string{"GET /docs/{name} 404"}
-		if diff := cmp.Diff(want, l.take()); diff != "" {
-			t.Errorf("requests served (-want +got):\n%s", diff)
-		}
-	})
+	e := newEnv(t, nil)
+	for _, path := range []string{"/metrics", "/docs", "/docs/init.js"} {
+		e.do("GET", path, nil, "").wantError(t, 400, 404)
+	}
+	e.do("GET", "/docs", noToken, "").wantError(t, 400, 404)
+	public := newEnv(t, nil, httpapi.WithMetricsHandler(metricsHandler), httpapi.WithPublicMetrics())
+	public.do("GET", "/metrics", noToken, "").wantOK(t, "GET /metrics without a token, public")
+	public.do("GET", "/plants", noToken, "").wantError(t, 400, 401)
 }
 
 // TestHooksCompose gives the handler three sets of Hooks beside an access

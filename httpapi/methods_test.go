@@ -85,7 +85,7 @@ func TestRouting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// No token: OPTIONS needs none.
-			r := e.do(tt.method, tt.path, map[string]string{"Authorization": "", "Origin": "https://elsewhere.example"}, "")
+			r := e.do(tt.method, tt.path, noToken, "")
 			if tt.wantCode != 0 {
 				r.wantError(t, tt.wantStatus, tt.wantCode)
 			} else if r.status != tt.wantStatus || len(r.body) != 0 {
@@ -93,11 +93,6 @@ func TestRouting(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantAllow, r.header.Get("Allow")); diff != "" {
 				t.Errorf("Allow mismatch (-want +got):\n%s", diff)
-			}
-			for k := range r.header {
-				if len(k) > len("Access-Control-") && k[:len("Access-Control-")] == "Access-Control-" {
-					t.Errorf("a handler without CORS sent %s: %q", k, r.header.Get(k))
-				}
 			}
 		})
 	}

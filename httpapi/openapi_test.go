@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,12 +39,13 @@ func servedDocument(t *testing.T, h http.Handler, path string) []byte {
 }
 
 // TestWithBaseURL checks the document GET /openapi.json serves, without a
-// token: OpenAPI() as it is by default, else with WithBaseURL's server.
-// That it is valid, validatingTransport's router does.
+// token: OpenAPI() as it is by default, else with WithBaseURL's server,
+// or WithPrefix's prefix unless WithBaseURL names another server. That it
+// is valid, validatingTransport's router does.
 func TestWithBaseURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, base, want string
+		name, base, prefix, want string
 	}{
 		{name: "default", base: "", want: "/"},
 		{name: "root", base: "/", want: "/"},
@@ -51,6 +53,8 @@ func TestWithBaseURL(t *testing.T) {
 		{name: "prefix with a slash", base: "/api/v1/", want: "/api/v1"},
 		{name: "absolute", base: "https://plants.example.com/api", want: "https://plants.example.com/api"},
 		{name: "needs escaping", base: `/a"b<c>`, want: `/a"b<c>`},
+		{name: "WithPrefix", prefix: "/api/", want: "/api"},
+		{name: "WithPrefix and absolute", prefix: "/api", base: "https://plants.example.com/v1", want: "https://plants.example.com/v1"},
 	}
 	var want map[string]any
 	if err := json.Unmarshal(httpapi.OpenAPI(), &want); err != nil {
@@ -62,8 +66,11 @@ func TestWithBaseURL(t *testing.T) {
 			if tt.base != "" {
 				opts = append(opts, httpapi.WithBaseURL(tt.base))
 			}
-			served := servedDocument(t, httpapi.New(plantstore.New(memstore.New()), opts...), "/openapi.json")
-			if tt.base == "" && !bytes.Equal(served, httpapi.OpenAPI()) {
+			if tt.prefix != "" {
+				opts = append(opts, httpapi.WithPrefix(tt.prefix))
+			}
+			served := servedDocument(t, httpapi.New(plantstore.New(memstore.New()), opts...), path.Join("/", tt.prefix, "openapi.json"))
+			if tt.base == "" && tt.prefix == "" && !bytes.Equal(served, httpapi.OpenAPI()) {
 				t.Error("served document differs from OpenAPI()")
 			}
 			var got map[string]any

@@ -58,30 +58,6 @@ func (s *probedStorage) ProbeWrite(ctx context.Context) error {
 	return nil
 }
 
-// TestReadyzFloodChecksOnce shows that however many GET /readyz arrive,
-// sequential or concurrent, the storage sees one check per interval.
-func TestReadyzFloodChecksOnce(t *testing.T) {
-	t.Parallel()
-	s := &probedStorage{Store: memstore.New()}
-	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
-	const n = 200
-	for range n {
-		e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
-	}
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			if status, _, _, err := testkit.Get(http.DefaultClient, e.url+"/readyz", ""); err != nil || status != 200 {
-				t.Errorf("concurrent GET /readyz = %d, %v, want 200", status, err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := s.pings.Load() + s.probes.Load(); got != 1 {
-		t.Errorf("%d GET /readyz checked the storage %d times, want once", 2*n, got)
-	}
-}
-
 // TestReadyzFollowsWrites shows GET /readyz turning 503 once creates fail
 // for want of the storage, though the storage still answers pings, and 200
 // again as soon as a write probe succeeds, with no client write. When
@@ -124,17 +100,33 @@ func TestReadyzStalledStorage(t *testing.T) {
 	e.do("GET", "/healthz", noToken, ``).wantOK(t, "GET /healthz with the storage stalled")
 }
 
-// TestReadyzCacheFollowsWriteOutcomes shows that a cached check does not
-// outlive a write's outcome: failed creates make the next GET /readyz
-// check again, and so does a create that succeeds after them. The burst of
-// failed creates, all for one reason, logs a line or two, not one each.
-func TestReadyzCacheFollowsWriteOutcomes(t *testing.T) {
+// TestReadyzCache shows that however many GET /readyz arrive, sequential
+// or concurrent, the storage sees one check per interval; and that a
+// cached check does not outlive a write's outcome: failed creates make the
+// next GET /readyz check again, and so does a create that succeeds after
+// them. The burst of failed creates, all for one reason, logs a line or
+// two, not one each.
+func TestReadyzCache(t *testing.T) {
 	t.Parallel()
 	s := &probedStorage{Store: memstore.New()}
 	e := newEnv(t, s, httpapi.WithReadyInterval(time.Hour))
-	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
+	const n = 200
+	for range n {
+		e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if status, _, _, err := testkit.Get(http.DefaultClient, e.url+"/readyz", ""); err != nil || status != 200 {
+				t.Errorf("concurrent GET /readyz = %d, %v, want 200", status, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := s.pings.Load() + s.probes.Load(); got != 1 {
+		t.Fatalf("%d GET /readyz checked the storage %d times, want once", 2*n, got)
+	}
 	s.writesDown.Store(true)
-	const n = 100
 	for i := range n {
 		e.do("POST", "/plants", nil, fmt.Sprintf(`{"id":%d,"name":"Fern"}`, i)).wantError(t, 400, 503)
 	}

@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -17,52 +15,12 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
 // generatedID is the form of a request id the handler makes up.
 var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
-// TestRequestIDOnEveryResponse sends every kind of request over loopback
-// with an X-Request-Id, which validatingTransport checks each answer
-// carries back; it checks that every answer to a request without one, in
-// every test through newEnv, carries a generated id. Which ids are kept,
-// and that generated ones differ, is TestRequestIDFromClient's.
-func TestRequestIDOnEveryResponse(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	e.do("POST", "/plants", nil, `{"id":7,"name":"Aloe"}`)
-	tests := []struct {
-		name, method, path string
-		header             map[string]string
-		body               string
-		wantStatus         int
-	}{
-		{"create", "POST", "/plants", nil, `{"id":1,"name":"Fern"}`, 200},
-		{"conflict", "POST", "/plants", nil, `{"id":7,"name":"Aloe"}`, 400},
-		{"no token", "POST", "/plants", noToken, `{"id":2,"name":"Fern"}`, 400},
-		{"content type", "POST", "/plants", map[string]string{"Content-Type": "text/plain"}, `{}`, 400},
-		{"malformed", "POST", "/plants", nil, `{"id":2,`, 400},
-		{"too large", "POST", "/plants", nil, strings.Repeat(" ", httpapi.DefaultMaxBodyBytes+1), 400},
-		{"list", "GET", "/plants?limit=1", nil, ``, 200},
-		{"bad limit", "GET", "/plants?limit=0", nil, ``, 400},
-		{"read", "GET", "/plants/7", nil, ``, 200},
-		{"read missing", "GET", "/plants/99", nil, ``, 400},
-		{"no such path", "GET", "/nowhere", noToken, ``, 400},
-		{"method", "PUT", "/plants", nil, ``, 400},
-		{"healthz", "GET", "/healthz", noToken, ``, 200},
-		{"readyz", "GET", "/readyz", noToken, ``, 200},
-		{"openapi", "GET", "/openapi.json", noToken, ``, 200},
-		{"delete", "DELETE", "/plants/7", nil, ``, 204},
-	}
-	for _, tt := range tests {
-		header := hdr{"X-Request-Id": "client-" + strings.ReplaceAll(tt.name, " ", "-")}
-		maps.Copy(header, tt.header)
-		if r := e.do(tt.method, tt.path, header, tt.body); r.status != tt.wantStatus {
-			t.Errorf("%s: status %d, want %d (body %s)", tt.name, r.status, tt.wantStatus, r.body)
-		}
-	}
-}
 
 // TestRequestIDFromClient checks which ids a client sends are kept, and
 // that ids generated in their stead are 32 hex digits, each new.
@@ -126,32 +84,18 @@ func TestRequestIDFromClient(t *testing.T) {
 // id, also when the logger was made with attributes of its own.
 func TestRequestIDInLogLines(t *testing.T) {
 	t.Parallel()
-	rh := &recordingHandler{level: slog.LevelDebug}
-	logger := slog.New(rh).With("component", "plants")
-	var access bytes.Buffer
-	accessLog := httpapi.WithAccessLog(&access, httpapi.AccessLog{Format: httpapi.JSONLog})
+	// The handler's lines and the access lines, in the order written.
+	var out testkit.Buffer
+	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", "plants")
+	accessLog := httpapi.WithAccessLog(&out, httpapi.AccessLog{Format: httpapi.JSONLog})
 	h := newHandler(&faultyStorage{Store: memstore.New(), err: errors.New("disk on fire")}, httpapi.WithLogger(logger), accessLog)
 	panicking := newHandler(&faultyStorage{Store: memstore.New()}, httpapi.WithLogger(logger), accessLog)
 
 	type line struct{ Msg, RequestID string }
-	var want, got []line
-	// logged returns the lines of rh from the n-th on, then those of the
-	// access log.
-	logged := func(n int) []line {
-		var lines []line
-		for _, r := range rh.records()[n:] {
-			lines = append(lines, line{r.Message, attr(r, "request_id")})
-		}
-		for _, l := range accessLines(t, access.String()) {
-			lines = append(lines, line{l.Msg, l.RequestID})
-		}
-		access.Reset()
-		return lines
-	}
+	var want []line
 	// expect makes a request and expects the lines msgs, each with the
 	// request's id.
 	expect := func(h http.Handler, token, requestID string, msgs ...string) {
-		n := len(rh.records())
 		id := send(h, "POST", "/plants", token, requestID, `{"id":1,"name":"Fern"}`)
 		if requestID != "" && id != requestID {
 			t.Errorf("X-Request-Id = %q, want %q", id, requestID)
@@ -159,13 +103,15 @@ func TestRequestIDInLogLines(t *testing.T) {
 		for _, msg := range msgs {
 			want = append(want, line{msg, id})
 		}
-		got = append(got, logged(n)...)
 	}
 	expect(h, testToken, "from-the-client", "httpapi: internal error", "request")
 	expect(h, testToken, "", "httpapi: internal error", "request")
 	expect(h, "wrong", "", "httpapi: token rejected", "request")
 	expect(panicking, testToken, "", "httpapi: panic serving request", "request")
-
+	var got []line
+	for _, l := range accessLines(t, out.String()) {
+		got = append(got, line{l.Msg, l.RequestID})
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log lines mismatch (-want +got):\n%s", diff)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// quiet is the TokenFileOption that drops the TokenFile's warnings.
 var quiet = httpapi.WithTokenFileLogger(slog.New(slog.DiscardHandler))
 
 // openTokenFile writes content to a new token file and opens it, quiet
@@ -249,19 +248,17 @@ func TestTokenFileReloadUnderRequests(t *testing.T) {
 // at each reload, and that one of mode 600 is not.
 func TestTokenFileWarnsOfASharedFile(t *testing.T) {
 	t.Parallel()
-	rh := &recordingHandler{level: slog.LevelDebug}
-	tf, file := openTokenFile(t, "tok-1\n", httpapi.WithTokenFileLogger(slog.New(rh)))
+	var out testkit.Buffer
+	tf, file := openTokenFile(t, "tok-1\n", httpapi.WithTokenFileLogger(testkit.NewLogger(&out, slog.LevelDebug)))
 	if err := os.Chmod(file, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tf.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, r := range rh.records() {
-		got = append(got, r.Level.String()+" "+r.Message+" fix="+attr(r, "fix"))
-	}
-	want := []string{"WARN token file is readable by group or others; chmod 600 it fix=chmod 600 " + file}
+	got := out.String()
+	want := fmt.Sprintf("level=WARN msg=%q file=%s mode=-rw-r--r-- fix=%q\n",
+		"token file is readable by group or others; chmod 600 it", file, "chmod 600 "+file)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
