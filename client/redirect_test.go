@@ -57,20 +57,19 @@ func followAll(req *http.Request, via []*http.Request) error {
 func TestRedirectsRefused(t *testing.T) {
 	// Each destination returns where the redirects of srv, which serves rec
 	// at "/", lead to.
+	otherServer := func(t *testing.T, _ *httptest.Server, rec *recorder) string {
+		other, _ := serve(t, rec)
+		return other.URL
+	}
 	destinations := []struct {
 		name   string
 		tls    bool // srv is an https server
 		target func(t *testing.T, srv *httptest.Server, rec *recorder) string
 		reason string
 	}{
-		{name: "another port", target: func(t *testing.T, _ *httptest.Server, rec *recorder) string {
-			other, _ := serve(t, rec)
-			return other.URL
-		}, reason: "an origin is its scheme, host and port: another port may be another program"},
-		{name: "another scheme", tls: true, target: func(t *testing.T, _ *httptest.Server, rec *recorder) string {
-			other, _ := serve(t, rec)
-			return other.URL
-		}, reason: "the token must not travel in clear text"},
+		{name: "another port", target: otherServer,
+			reason: "an origin is its scheme, host and port: another port may be another program"},
+		{name: "another scheme", tls: true, target: otherServer, reason: "the token must not travel in clear text"},
 		{name: "another host name", target: func(t *testing.T, srv *httptest.Server, _ *recorder) string {
 			u, err := url.Parse(srv.URL)
 			if err != nil {
@@ -117,8 +116,6 @@ func TestRedirectsRefused(t *testing.T) {
 		for _, cl := range clients {
 			for _, status := range statuses {
 				for _, call := range calls {
-					// Not parallel: the subtests share http.DefaultTransport,
-					// whose idle connections each server's Close closes.
 					t.Run(d.name+"/"+cl.name+"/"+strconv.Itoa(status)+"/"+call.name, func(t *testing.T) {
 						ms := memstore.New()
 						if err := ms.Create(t.Context(), plantstore.Plant{ID: 1, Name: "Monstera"}); err != nil {

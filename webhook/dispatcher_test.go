@@ -65,13 +65,9 @@ func TestDeadSubscriber(t *testing.T) {
 		webhook.WithConcurrency(concurrency),
 		webhook.WithMaxInFlight(10),
 		webhook.WithMaxAge(time.Hour))
-	ps := newPlantStore(mo, d)
 	// Creates, and so Add and Notify, complete while dead holds every
 	// worker it is allowed.
-	for id := range int64(n) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-		d.Notify()
-	}
+	createRange(t, newPlantStore(mo, d), 0, n)
 	live.waitDelivered(t, n)
 	testkit.WaitUntil(t, time.Minute, "dead to time out an attempt", func() bool { return dead.total() > 0 })
 
@@ -114,45 +110,6 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return c.base.RoundTrip(r)
-}
-
-// TestMaxAgeAbandons fails an event's first attempt to two subscribers,
-// one answering 500 and one redirecting to a receiver of its own: with the
-// event past its max age, each failure abandons it, the redirect is not
-// followed, and a third subscriber, live, gets it once.
-func TestMaxAgeAbandons(t *testing.T) {
-	t.Parallel()
-	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int { return http.StatusInternalServerError })
-	target := newReceiver(t, ok)
-	redirect := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) int {
-		w.Header().Set("Location", target.url())
-		return http.StatusTemporaryRedirect
-	})
-	live := newReceiver(t, ok)
-	mo := webhook.NewMemoryOutbox()
-	// The first failure abandons the event: a subscriber that fails ten in
-	// a row is taken as down, and a failure then never abandons.
-	d, l, _ := start(t, mo, []string{failing.url(), redirect.url(), live.url()}, webhook.WithMaxAge(time.Nanosecond))
-	mustCreate(t, newPlantStore(mo, d), plantstore.NewPlant{ID: 1, Name: "Monstera"})
-	testkit.WaitUntil(t, time.Minute, "the event to be deleted", func() bool { return mo.Len() == 0 })
-
-	for name, rc := range map[string]*receiver{"failing": failing, "redirecting": redirect} {
-		if attempts, delivered := rc.stats(); len(attempts) != 1 || len(delivered) != 0 {
-			t.Errorf("%s subscriber: attempts %v, delivered %v; want attempts for one id, none delivered", name, attempts, delivered)
-		}
-	}
-	if attempts, _ := target.stats(); len(attempts) != 0 {
-		t.Errorf("redirect target received %v, want nothing", attempts)
-	}
-	if _, delivered := live.stats(); !onceEach(1)(delivered) {
-		t.Errorf("live deliveries %v, want one", delivered)
-	}
-	if !strings.Contains(l.String(), "status 307") {
-		t.Errorf("logs do not report the 307:\n%s", l)
-	}
-	if got := strings.Count(l.String(), "abandoned"); got != 2 {
-		t.Errorf("logged %d abandonments, want 2:\n%s", got, l)
-	}
 }
 
 // TestDeliver creates plants from many goroutines at once, and checks that

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -44,29 +45,37 @@ func (c *claimRecorder) limits() []int {
 // events keep coming, and checks that once some attempts in a row have
 // failed the Dispatcher stops sending each event and sends one probe at a
 // time, says so in its logs and metrics, and delivers every event once the
-// subscriber is back.
+// subscriber is back. A second subscriber, gone, never comes back: it is
+// no longer counted down once Run returns. The statistics are logged at
+// the interval set.
 func TestDownSubscriberIsProbed(t *testing.T) {
 	t.Parallel()
 	const n = 300
 	rc, down := newDownReceiver(t)
+	gone := newReceiver(t, refuse)
 	mo := webhook.NewMemoryOutbox()
 	claims := &claimRecorder{Outbox: mo}
-	d, l, _ := start(t, claims, []string{rc.url()})
+	d, l, stop := start(t, claims, []string{rc.url(), gone.url()}, webhook.WithStatsInterval(20*time.Millisecond))
 	ps := newPlantStore(mo, d)
 	mustCreate(t, ps, plantstore.NewPlant{ID: 0, Name: "p"})
-	l.waitDown(t)
-	if got := float64(d.Stats().SubscribersDown); got != 1 {
-		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
+	testkit.WaitUntil(t, time.Minute, "both subscribers to be taken as down", func() bool {
+		return testkit.Logged(l.String(), "webhook: subscriber down: deliveries paused but for one probe at a time") == 2
+	})
+	if got := float64(d.Stats().SubscribersDown); got != 2 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 2", got)
 	}
 	createRange(t, ps, 1, n)
+	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
+		return strings.Contains(l.String(), fmt.Sprintf(`msg="webhook: outbox" depth=%d delivered=0`, n))
+	})
 	atDown := rc.total()
 	testkit.WaitUntil(t, time.Minute, "five probes", func() bool { return rc.total() >= atDown+5 })
-	// While the subscriber is down, the Dispatcher claims one delivery at
+	// While the subscribers are down, the Dispatcher claims one delivery at
 	// a time, its probe, and only when the probe is due.
 	mark := len(claims.limits())
 	testkit.WaitUntil(t, time.Minute, "three more claims", func() bool { return len(claims.limits()) >= mark+3 })
 	if limits := claims.limits()[mark:]; slices.ContainsFunc(limits, func(l int) bool { return l != 1 }) {
-		t.Errorf("claim limits while the subscriber is down = %v, want only 1 (one probe at a time)", limits)
+		t.Errorf("claim limits while the subscribers are down = %v, want only 1 (one probe at a time)", limits)
 	}
 
 	down.Store(false)
@@ -77,8 +86,12 @@ func TestDownSubscriberIsProbed(t *testing.T) {
 	if !strings.Contains(l.String(), "webhook: subscriber up again") {
 		t.Errorf("no line saying the subscriber is up again in the logs:\n%s", l)
 	}
+	if got := float64(d.Stats().SubscribersDown); got != 1 {
+		t.Errorf("plantstore_webhook_subscribers_down = %v once one is back, want 1", got)
+	}
+	stop()
 	if got := float64(d.Stats().SubscribersDown); got != 0 {
-		t.Errorf("plantstore_webhook_subscribers_down = %v once back, want 0", got)
+		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)
 	}
 }
 
@@ -162,26 +175,5 @@ func TestMaxAgeCountsOnlyFailuresWhileUp(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	if diff := cmp.Diff(idRange(1, n), rc.ids(t, true)); diff != "" {
 		t.Errorf("plants delivered once the subscriber is back (-want +got):\n%s", diff)
-	}
-}
-
-// TestSubscribersDownEndsWithRun checks that a subscriber down as Run
-// returns is no longer counted in plantstore_webhook_subscribers_down, and
-// that the statistics are logged at the interval set.
-func TestSubscribersDownEndsWithRun(t *testing.T) {
-	t.Parallel()
-	mo := webhook.NewMemoryOutbox()
-	d, l, stop := start(t, mo, []string{newReceiver(t, refuse).url()}, webhook.WithStatsInterval(20*time.Millisecond))
-	createRange(t, newPlantStore(mo, d), 0, 20)
-	l.waitDown(t)
-	if got := float64(d.Stats().SubscribersDown); got != 1 {
-		t.Errorf("plantstore_webhook_subscribers_down = %v while down, want 1", got)
-	}
-	testkit.WaitUntil(t, time.Minute, "the statistics line", func() bool {
-		return strings.Contains(l.String(), `msg="webhook: outbox" depth=20 delivered=0`)
-	})
-	stop()
-	if got := float64(d.Stats().SubscribersDown); got != 0 {
-		t.Errorf("plantstore_webhook_subscribers_down = %v once Run returned, want 0", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,6 +80,10 @@ func TestExpiredLeaseGoesToAnotherDispatcher(t *testing.T) {
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 }
 
+// TestStats fails the first attempt of three events to a live
+// subscriber, and abandons them for two others, one answering 500 and one
+// redirecting to a receiver of its own, which is not followed; Stats
+// counts it all.
 func TestStats(t *testing.T) {
 	t.Parallel()
 	live := newReceiver(t, func(_ http.ResponseWriter, _ *http.Request, attempt int) int {
@@ -87,51 +92,66 @@ func TestStats(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	// The failing subscriber answers only once its events are past the
+	// The failing subscribers answer only once the events are past the
 	// max age, so that each is abandoned at its first failure, while the
 	// subscriber is up: ten failures in a row would take it as down, and
 	// a failure then never abandons.
 	const maxAge = 200 * time.Millisecond
 	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
 	failing := newReceiver(t, func(http.ResponseWriter, *http.Request, int) int {
 		<-release
 		return http.StatusInternalServerError
 	})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	target := newReceiver(t, ok)
+	redirect := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) int {
+		<-release
+		w.Header().Set("Location", target.url())
+		return http.StatusTemporaryRedirect
+	})
 	mo := webhook.NewMemoryOutbox()
-	d, _, stop := start(t, mo, []string{live.url(), failing.url()},
-		webhook.WithMaxAge(maxAge))
+	d, l, stop := start(t, mo, []string{live.url(), failing.url(), redirect.url()}, webhook.WithMaxAge(maxAge))
 	ps := newPlantStore(mo, d)
 	created := time.Now()
-	for id := range int64(3) {
-		mustCreate(t, ps, plantstore.NewPlant{ID: id, Name: "p"})
-	}
+	createRange(t, ps, 0, 3)
 	if got := pending(t, d); got < 1 || got > 3 {
 		t.Errorf("outbox depth after 3 creates = %v, want 1 to 3", got)
 	}
 	time.Sleep(maxAge - time.Since(created)) // the events must grow older than maxAge: the sleep is the scenario
-	releaseOnce.Do(func() { close(release) })
+	releaseOnce()
 	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return mo.Len() == 0 })
 	stop()
 
-	failingAttempts, failingDelivered := failing.stats()
-	liveAttempts, _ := live.stats()
-	failed := 0.0
-	for _, n := range liveAttempts {
-		failed += float64(n - 1)
+	failed := 0
+	for name, rc := range map[string]*receiver{"live": live, "failing": failing, "redirecting": redirect} {
+		attempts, delivered := rc.stats()
+		for _, n := range attempts {
+			failed += n - 1
+		}
+		if rc != live {
+			failed += len(attempts)
+			if !onceEach(3)(attempts) || len(delivered) != 0 {
+				t.Errorf("%s subscriber: attempts %v, delivered %v; want one attempt of each of 3 ids, none delivered", name, attempts, delivered)
+			}
+		} else if !onceEach(3)(delivered) {
+			t.Errorf("live deliveries %v, want each of 3 once", delivered)
+		}
 	}
-	for _, n := range failingAttempts {
-		failed += float64(n)
-	}
-	want := webhook.Stats{Delivered: 3, FailedAttempts: uint64(failed), Abandoned: 3, CanDrop: true}
+	want := webhook.Stats{Delivered: 3, FailedAttempts: uint64(failed), Abandoned: 6, CanDrop: true}
 	if diff := cmp.Diff(want, d.Stats()); diff != "" {
 		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
 	if got := pending(t, d); got != 0 {
 		t.Errorf("outbox depth at the end = %v, want 0", got)
 	}
-	if len(failingDelivered) != 0 {
-		t.Errorf("failing delivered %v, want nothing", failingDelivered)
+	if attempts, _ := target.stats(); len(attempts) != 0 {
+		t.Errorf("redirect target received %v, want nothing", attempts)
+	}
+	if !strings.Contains(l.String(), "status 307") {
+		t.Errorf("logs do not report the 307:\n%s", l)
+	}
+	if got := testkit.Logged(l.String(), "webhook: delivery abandoned after max age"); got != 6 {
+		t.Errorf("logged %d abandonments, want 6:\n%s", got, l)
 	}
 }
