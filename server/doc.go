@@ -56,7 +56,7 @@
 // limit reach the handler and are answered in the API's shape, JSON with
 // the request's id, which a client can parse; only headers past twice the
 // limit (and net/http's 4 KiB of slack) are answered by net/http itself,
-// as text/plain, without reading the rest (TestHeadersOverTwiceTheLimit),
+// as text/plain, without reading the rest (TestAnswersNetHTTPGivesItself),
 // so that no client makes the server hold more than about that per
 // connection.
 //

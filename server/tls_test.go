@@ -112,79 +112,75 @@ func TestCertificateReloadedBetweenHandshakes(t *testing.T) {
 	}
 }
 
-// TestTLSHandshakeErrorsCounted checks that the server offers HTTP/2,
-// takes TLS 1.2 and 1.3, and refuses TLS 1.1; and that Stats counts the
-// handshakes that fail (the TLS 1.1 one, a client speaking plain HTTP,
-// one that does not trust the certificate) and no other, and that they
-// are not logged above level Debug.
+// TestTLSHandshakeErrorsCounted checks that the server offers HTTP/2, takes TLS
+// 1.2 and 1.3, and refuses TLS 1.1; and that Stats counts the handshakes
+// that fail (the TLS 1.1 one, a client speaking plain HTTP, one that does
+// not trust the certificate, and bare TCP connects, as a load balancer's
+// check or a port scan makes) and no other. They are logged at level
+// Debug only, one line for the lot within a minute, with the remote
+// address; at level Info, not at all.
 func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	t.Parallel()
-	ca := testkit.NewCA(t)
-	srv, _, _, _ := startTLS(t, ca, hello)
-	for _, v := range []struct {
-		name     string
-		max      uint16
-		accepted bool
-	}{{"TLS 1.1", tls.VersionTLS11, false}, {"TLS 1.2", tls.VersionTLS12, true}, {"TLS 1.3", tls.VersionTLS13, true}} {
-		conn, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS10, MaxVersion: v.max,
-			NextProtos: []string{"h2", "http/1.1"}})
-		if err == nil {
-			st := conn.ConnectionState()
-			if st.Version != v.max || st.NegotiatedProtocol != "h2" {
-				t.Errorf("%s handshake negotiated %s and %q, want h2", v.name, tls.VersionName(st.Version), st.NegotiatedProtocol)
+	for _, tt := range []struct {
+		level      slog.Level
+		debugLines int
+	}{{slog.LevelInfo, 0}, {slog.LevelDebug, 1}} {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			t.Parallel()
+			ca := testkit.NewCA(t)
+			var logs testkit.Buffer
+			srv, _, _, _ := startTLS(t, ca, hello, server.WithLogger(testkit.NewLogger(&logs, tt.level)))
+			for _, v := range []struct {
+				name     string
+				max      uint16
+				accepted bool
+			}{{"TLS 1.1", tls.VersionTLS11, false}, {"TLS 1.2", tls.VersionTLS12, true}, {"TLS 1.3", tls.VersionTLS13, true}} {
+				conn, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS10, MaxVersion: v.max,
+					NextProtos: []string{"h2", "http/1.1"}})
+				if err == nil {
+					st := conn.ConnectionState()
+					if st.Version != v.max || st.NegotiatedProtocol != "h2" {
+						t.Errorf("%s handshake negotiated %s and %q, want h2", v.name, tls.VersionName(st.Version), st.NegotiatedProtocol)
+					}
+					conn.Close()
+				}
+				if accepted := err == nil; accepted != v.accepted {
+					t.Errorf("%s handshake: %v, want accepted %v", v.name, err, v.accepted)
+				}
 			}
-			conn.Close()
-		}
-		if accepted := err == nil; accepted != v.accepted {
-			t.Errorf("%s handshake: %v, want accepted %v", v.name, err, v.accepted)
-		}
-	}
-	if resp, err := http.Get("http://" + srv.Addr().String()); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode != 400 {
-			t.Errorf("plain HTTP to the TLS listener = %d, want net/http's 400", resp.StatusCode)
-		}
-	}
-	if _, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{}); err == nil {
-		t.Error("a handshake trusting only the system's roots succeeded")
-	}
-	ca.Serial(t, srv.Addr().String()) // a handshake that succeeds
-	testkit.WaitUntil(t, wait, "three failed handshakes counted", func() bool { return srv.Stats().TLSHandshakeErrors >= 3 })
-	if got := srv.Stats().TLSHandshakeErrors; got != 3 {
-		t.Errorf("TLSHandshakeErrors = %d, want 3", got)
-	}
-	if strings.Contains(srv.logs.String(), "handshake") {
-		t.Errorf("failed handshakes logged above level Debug:\n%s", srv.logs)
-	}
-}
-
-// TestTLSHandshakeErrorsThrottledAtDebug checks that bare TCP connects
-// to the TLS listener, as a load balancer's check or a port scan makes,
-// are each counted, and logged at level Debug only, one line for the lot
-// within a minute, with the remote address and the error.
-func TestTLSHandshakeErrorsThrottledAtDebug(t *testing.T) {
-	t.Parallel()
-	ca := testkit.NewCA(t)
-	var logs testkit.Buffer
-	srv, _, _, _ := startTLS(t, ca, hello, server.WithLogger(testkit.NewLogger(&logs, slog.LevelDebug)))
-	const n = 20
-	for range n {
-		c, err := net.Dial("tcp", srv.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-	}
-	testkit.WaitUntil(t, wait, "every failed handshake counted", func() bool { return srv.Stats().TLSHandshakeErrors >= n })
-	if got := srv.Stats().TLSHandshakeErrors; got != n {
-		t.Errorf("TLSHandshakeErrors = %d, want %d", got, n)
-	}
-	out := logs.String()
-	if got := strings.Count(out, `level=DEBUG msg="TLS handshake failed" remote=127.0.0.1:`); got != 1 {
-		t.Errorf("%d lines of failed handshakes at level Debug, want 1 within the minute:\n%s", got, out)
-	}
-	if strings.Contains(out, "level=WARN") || strings.Contains(out, "http: TLS handshake error") {
-		t.Errorf("failed handshakes logged at level Warn:\n%s", out)
+			if resp, err := http.Get("http://" + srv.Addr().String()); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != 400 {
+					t.Errorf("plain HTTP to the TLS listener = %d, want net/http's 400", resp.StatusCode)
+				}
+			}
+			if _, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{}); err == nil {
+				t.Error("a handshake trusting only the system's roots succeeded")
+			}
+			ca.Serial(t, srv.Addr().String()) // a handshake that succeeds
+			const bare = 20
+			for range bare {
+				c, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			}
+			const want = 3 + bare
+			testkit.WaitUntil(t, wait, "every failed handshake counted", func() bool { return srv.Stats().TLSHandshakeErrors >= want })
+			if got := srv.Stats().TLSHandshakeErrors; got != want {
+				t.Errorf("TLSHandshakeErrors = %d, want %d", got, want)
+			}
+			out := logs.String()
+			if got := strings.Count(out, `level=DEBUG msg="TLS handshake failed" remote=127.0.0.1:`); got != tt.debugLines {
+				t.Errorf("%d lines of failed handshakes at level Debug, want %d within the minute:\n%s", got, tt.debugLines, out)
+			}
+			for l := range strings.Lines(out) {
+				if strings.Contains(l, "handshake") && !strings.HasPrefix(l, "level=DEBUG ") || strings.HasPrefix(l, "level=WARN ") {
+					t.Errorf("a failed handshake logged above level Debug: %s", l)
+				}
+			}
+		})
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
-// TestFlagsFromEnvironment checks the cases of its table. Most of its length is its table of cases; the checks are one loop.
+// TestFlagsFromEnvironment checks what each row's flags and variables set.
 func TestFlagsFromEnvironment(t *testing.T) {
 	t.Parallel()
 	// settings are the options a row checks.

@@ -25,9 +25,6 @@ import (
 // once, since the run lock in its state directory shows that run gone,
 // instead of waiting out -webhook-lease.
 func TestKilledInstanceTakesBackItsDeliveries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the binary twice")
-	}
 	t.Parallel()
 	const n = 10
 	var (

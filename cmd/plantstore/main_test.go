@@ -313,15 +313,3 @@ func TestFailedBindLeavesNothing(t *testing.T) {
 		}
 	}
 }
-
-// startServer starts the server in-process with args after -addr 127.0.0.1:0,
-// accepting the token create and listAll send, and returns its URL.
-func startServer(t *testing.T, args ...string) string {
-	t.Helper()
-	url, _, _, _ := startRun(t, append([]string{"-addr", "127.0.0.1:0"}, args...), map[string]string{"PLANTSTORE_TOKENS": procToken})
-	// Before the server stops, drop the client's idle connections: the
-	// transport may have dialed some it never used, and Shutdown waits
-	// a few seconds for those in case a request is on its way.
-	t.Cleanup(client.CloseIdleConnections)
-	return url
-}

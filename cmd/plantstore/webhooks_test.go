@@ -106,7 +106,6 @@ func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
 			if !errors.Is(err, webhook.ErrSecret) {
 				t.Fatalf("run = %v, want %v", err, webhook.ErrSecret)
 			}
-			// The error names where the secret came from.
 			if fe, ok := errors.AsType[*webhook.SecretFileError](err); tt.file != "" && (!ok || fe.Path != file || !strings.Contains(err.Error(), file)) {
 				t.Errorf("run = %v, want a *webhook.SecretFileError naming file %q", err, file)
 			} else if tt.file == "" && !strings.HasPrefix(err.Error(), "PLANTSTORE_WEBHOOK_SECRET: ") {
