@@ -215,27 +215,33 @@ func BenchmarkOutboxDeliveries(b *testing.B) {
 func BenchmarkInsertBatch(b *testing.B) {
 	for _, be := range backends {
 		for _, size := range []int{16, 64, 65, 128, 256} {
-			b.Run(fmt.Sprintf("%s/size=%d", be.name, size), func(b *testing.B) {
-				s := be.open(b)
-				ctx := context.Background()
-				reqs := make([]*createReq, size)
-				for i := range reqs {
-					reqs[i] = &createReq{}
-				}
-				b.ReportAllocs()
-				id := int64(0)
-				for b.Loop() {
-					for _, r := range reqs {
-						id++
-						r.plant = plantstore.Plant{ID: id, Name: "bench", Tag: "t", HasTag: id%2 == 0}
+			for _, outbox := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/outbox=%v/size=%d", be.name, outbox, size), func(b *testing.B) {
+					var opts []Option
+					if outbox {
+						opts = append(opts, WithOutbox())
 					}
-					errs, _ := s.insert(ctx, ctx, reqs)
-					if err := errors.Join(errs...); err != nil {
-						b.Fatal(err)
+					s := be.open(b, opts...)
+					ctx := context.Background()
+					reqs := make([]*createReq, size)
+					for i := range reqs {
+						reqs[i] = &createReq{}
 					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/plant")
-			})
+					b.ReportAllocs()
+					id := int64(0)
+					for b.Loop() {
+						for _, r := range reqs {
+							id++
+							r.plant = plantstore.Plant{ID: id, Name: "bench", Tag: "t", HasTag: id%2 == 0}
+						}
+						errs, _ := s.insert(ctx, ctx, reqs)
+						if err := errors.Join(errs...); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/plant")
+				})
+			}
 		}
 	}
 }

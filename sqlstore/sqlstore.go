@@ -245,12 +245,12 @@ type Store struct {
 	probeID int64       // this Store's row of write_probe; see ProbeWrite
 	probed  atomic.Bool // whether ProbeWrite may have written it
 
-	// insertStmts holds the prepared inserts, by number of plants, and is
+	// insertStmts holds the prepared inserts, by what they insert, and is
 	// nil once closed. Close takes stmtUse to close them once no insert
 	// uses them; stmtMu guards the map among inserts.
 	stmtUse     sync.RWMutex
 	stmtMu      sync.Mutex
-	insertStmts map[int]*sql.Stmt
+	insertStmts map[insertKey]*sql.Stmt
 
 	fl        *flusher          // on SQLite with group commit; see flusher
 	reqs      chan *createReq   // to the committer; unbuffered
@@ -295,7 +295,7 @@ func Open(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*St
 		q:           newQueries(dialect),
 		probeID:     newProbeID(),
 		reqs:        make(chan *createReq),
-		insertStmts: make(map[int]*sql.Stmt),
+		insertStmts: make(map[insertKey]*sql.Stmt),
 		closed:      make(chan struct{}),
 		stopped:     make(chan struct{}),
 	}
