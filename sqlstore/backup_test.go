@@ -7,7 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plantstore/plantstore/internal/testkit"
 )
+
+// wantCopy checks that the database copied to path has mode 0600 and
+// lists n plants.
+func wantCopy(t *testing.T, path string, n int) {
+	t.Helper()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v, mode %v; want mode 0600", path, err, fi.Mode())
+	}
+	if got, err := openSQLite(t, path).List(context.Background(), 0, n+1); err != nil || len(got) != n {
+		t.Errorf("%s lists %d plants (%v), want %d", path, len(got), err, n)
+	}
+}
 
 // TestBackupSQLite backs a Store's database up to one dst from several
 // goroutines at once: exactly one backup succeeds, and the others, and one
@@ -54,12 +68,7 @@ func TestBackupSQLite(t *testing.T) {
 				t.Errorf("round %d: %s left beside the copy", round, e.Name())
 			}
 		}
-		if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("round %d: the copy: %v, mode %v; want mode 0600", round, err, fi.Mode())
-		}
-		if got, err := openSQLite(t, dst).List(ctx, 0, 1000); err != nil || len(got) != 200 {
-			t.Errorf("round %d: the copy lists %d plants (%v), want 200", round, len(got), err)
-		}
+		wantCopy(t, dst, 200)
 	}
 }
 
@@ -83,17 +92,10 @@ func TestBackupAndRestoreSQLiteFile(t *testing.T) {
 	if err := RestoreSQLiteFile(ctx, "sqlite", snap, restored); err != nil {
 		t.Fatalf("RestoreSQLiteFile = %v", err)
 	}
-	if fi, err := os.Stat(restored); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the restored file: %v, mode %v; want mode 0600", err, fi.Mode())
-	}
-	if got, err := openSQLite(t, restored).List(ctx, 0, 100); err != nil || len(got) != 10 {
-		t.Errorf("the restored database lists %d plants (%v), want 10", len(got), err)
-	}
+	wantCopy(t, restored, 10)
 
 	foreign := filepath.Join(dir, "foreign.db")
-	if err := os.WriteFile(foreign, []byte("not a database"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, foreign, "not a database")
 	for _, tt := range []struct {
 		name string
 		err  error

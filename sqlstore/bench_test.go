@@ -27,7 +27,7 @@ func BenchmarkCreate(b *testing.B) {
 			for _, clients := range []int{1, 8, 64} {
 				name := fmt.Sprintf("%s/mode=%s/clients=%d", be.name, mode.name, clients)
 				b.Run(name, func(b *testing.B) {
-					benchmarkCreates(b, be.open(b, mode.opts...), clients)
+					createLoad(b, be.open(b, mode.opts...), clients, 0)
 				})
 			}
 		}
@@ -51,23 +51,20 @@ func BenchmarkCreateLoaded(b *testing.B) {
 				s := be.open(b, WithHooks(Hooks{
 					Committed: func(int, time.Duration) { commits.Add(1) },
 				}))
-				benchmarkCreatesWork(b, s, 32, work)
+				createLoad(b, s, 32, work)
 				b.ReportMetric(float64(commits.Load())/float64(b.N), "commits/op")
 			})
 		}
 	}
 }
 
-// benchmarkCreates makes b.N Creates of distinct ids from clients
-// goroutines and reports the rate.
-func benchmarkCreates(b *testing.B, s *Store, clients int) {
-	benchmarkCreatesWork(b, s, clients, 0)
-}
-
-// benchmarkCreatesWork is benchmarkCreates with each client busy for work
-// before each Create.
-func benchmarkCreatesWork(b *testing.B, s *Store, clients int, work time.Duration) {
+// createLoad makes at least b.N Creates of distinct ids from clients
+// goroutines, each busy for work before each Create, reports the rate
+// and returns each Create's latency.
+func createLoad(b *testing.B, s *Store, clients int, work time.Duration) []time.Duration {
 	b.ReportAllocs()
+	n := max(b.N, clients)
+	lat := make([]time.Duration, n)
 	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -77,27 +74,30 @@ func benchmarkCreatesWork(b *testing.B, s *Store, clients int, work time.Duratio
 		wg.Go(func() {
 			for {
 				id := next.Add(1) - 1
-				if id >= int64(b.N) {
+				if id >= int64(n) {
 					return
 				}
 				for start := time.Now(); time.Since(start) < work; {
 				}
+				start := time.Now()
 				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "bench", Tag: "t", HasTag: true}); err != nil {
 					b.Error(err)
 					return
 				}
+				lat[id] = time.Since(start)
 			}
 		})
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "creates/s")
 	if cpu1, ok := testkit.ProcessCPU(); ok && cpuOK {
 		// The process's CPU time moves much less than the rate when other
 		// processes compete for the cores; on PostgreSQL it leaves out the
 		// server's.
-		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
 	}
+	return lat
 }
 
 // BenchmarkListPage reads a 100-plant page from the middle of 1K and 1M

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // holdEventTx begins, on its own connection of db, a transaction that
@@ -91,14 +92,7 @@ func TestFanOutTakesLateCommits(t *testing.T) {
 	if n, err := s.FanOut(ctx, subs, 10); err != nil || n != 0 {
 		t.Fatalf("FanOut() again = %d, %v; want 0", n, err)
 	}
-	ds, err := s.Claim(ctx, "a", "o", time.Now().Add(time.Hour), 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []int64
-	for _, d := range ds {
-		got = append(got, d.Plant.ID)
-	}
+	_, got := claim(t, s, "a", "o", time.Now().Add(time.Hour), 10)
 	if diff := cmp.Diff([]int64{1, 2, 3, 4}, got); diff != "" {
 		t.Errorf("plants of the claimed deliveries mismatch (-want +got):\n%s", diff)
 	}
@@ -135,17 +129,11 @@ func TestTimeoutsCutOffAFrozenWriter(t *testing.T) {
 	}
 	// Each check is a statement, so the transaction must stay idle longer
 	// than its timeout between two of them: the sleep is the scenario.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitUntil(t, 10*time.Second, "the server to end a transaction idle past its idle timeout", func() bool {
 		time.Sleep(300 * time.Millisecond)
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n); err != nil {
-			break // the server ended the session
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a transaction idle past its idle timeout was never ended")
-		}
-	}
+		return tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n) != nil
+	})
 	if err := s.Create(ctx, plantstore.Plant{ID: 8, Name: "p"}); err != nil {
 		t.Errorf("Create of the id the ended transaction held = %v, want nil", err)
 	}

@@ -1,16 +1,12 @@
 package sqlstore
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/plantstore/plantstore"
 )
 
 // withFlushDelay makes every flush of a group commit wait d first, as a
@@ -60,7 +56,7 @@ func BenchmarkGroupCommitSweep(b *testing.B) {
 					s := be.open(b, withFlushDelay(flush), WithHooks(Hooks{
 						Committed: func(n int, _ time.Duration) { commits.Add(1); stored.Add(int64(n)) },
 					}))
-					lat := sweepCreates(b, s, clients, 20*time.Microsecond)
+					lat := createLoad(b, s, clients, 20*time.Microsecond)
 					if n := commits.Load(); n > 0 {
 						b.ReportMetric(float64(stored.Load())/float64(n), "creates/commit")
 					}
@@ -71,38 +67,4 @@ func BenchmarkGroupCommitSweep(b *testing.B) {
 			}
 		}
 	}
-}
-
-// sweepCreates makes at least b.N Creates of distinct ids from clients
-// goroutines, each busy for work before each Create, reports the rate and
-// returns each Create's latency.
-func sweepCreates(b *testing.B, s *Store, clients int, work time.Duration) []time.Duration {
-	n := max(b.N, clients)
-	lat := make([]time.Duration, n)
-	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range clients {
-		wg.Go(func() {
-			for {
-				id := next.Add(1) - 1
-				if id >= int64(n) {
-					return
-				}
-				for start := time.Now(); time.Since(start) < work; {
-				}
-				start := time.Now()
-				if err := s.Create(ctx, plantstore.Plant{ID: id, Name: "bench"}); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[id] = time.Since(start)
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "creates/s")
-	return lat
 }

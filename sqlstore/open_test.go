@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -199,14 +198,9 @@ func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 		if _, err := stores[0].FanOut(ctx, []string{"a"}, n); err != nil {
 			t.Fatalf("FanOut() = %v", err)
 		}
-		ds, err := stores[1].Claim(ctx, "a", "o", time.Now().Add(time.Hour), n)
-		if err != nil {
-			t.Fatalf("Claim() = %v", err)
-		}
-		var seqs []int64
-		for _, d := range ds {
-			delivered[d.Plant.ID]++
-			seqs = append(seqs, d.Seq)
+		seqs, ids := claim(t, stores[1], "a", "o", time.Now().Add(time.Hour), n)
+		for _, id := range ids {
+			delivered[id]++
 		}
 		if err := stores[0].Ack(ctx, "a", seqs); err != nil {
 			t.Fatalf("Ack() = %v", err)
@@ -224,10 +218,7 @@ func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 		}
 	}
 
-	q := u.Query()
-	q.Set("default_query_exec_mode", "cache_statement")
-	u.RawQuery = q.Encode()
-	_, err = OpenPostgres(ctx, "pgx", u.String(), WithLogger(slog.New(slog.DiscardHandler)))
+	_, err = OpenPostgres(ctx, "pgx", withParams(t, u.String(), map[string]string{"default_query_exec_mode": "cache_statement"}), WithLogger(slog.New(slog.DiscardHandler)))
 	if !errors.Is(err, ErrStatementsLost) || !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
 		t.Errorf("OpenPostgres with named prepared statements through PgBouncer = %v, want ErrStatementsLost naming the fix", err)
 	}
@@ -241,12 +232,7 @@ func TestOpenPostgresThroughPgBouncer(t *testing.T) {
 // of the URL's secrets, even where the driver's own message would.
 func TestOpenPostgresErrorsHideSecrets(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String() // nothing listens there once closed
-	ln.Close()
+	closed := testkit.FreeAddr(t)
 	const secret = "s3cretpw"
 	for _, tt := range []struct {
 		name, dsn   string

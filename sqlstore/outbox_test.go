@@ -38,18 +38,18 @@ func allEvents(t *testing.T, s *Store) []plantstore.Event {
 	return events
 }
 
-// claimSeqs claims for owner and returns the seqs claimed.
-func claimSeqs(t *testing.T, s *Store, sub, owner string, until time.Time, limit int) []int64 {
+// claim claims for owner and returns the seqs claimed and their plants' ids.
+func claim(t *testing.T, s *Store, sub, owner string, until time.Time, limit int) (seqs, ids []int64) {
 	t.Helper()
 	ds, err := s.Claim(context.Background(), sub, owner, until, limit)
 	if err != nil {
 		t.Fatalf("Claim(%s, %s) = %v", sub, owner, err)
 	}
-	seqs := []int64{}
+	seqs = []int64{}
 	for _, d := range ds {
-		seqs = append(seqs, d.Seq)
+		seqs, ids = append(seqs, d.Seq), append(ids, d.Plant.ID)
 	}
-	return seqs
+	return seqs, ids
 }
 
 // TestOutboxConcurrentOwners has several owners on separate *sql.DBs, as
@@ -187,13 +187,9 @@ func TestOutboxMaxPending(t *testing.T) {
 			t.Errorf("Dropped() = %d, want 4", got)
 		}
 		for _, sub := range subs {
-			ds, err := s.Claim(ctx, sub, "o", time.Now().Add(time.Hour), 100)
-			var got []int64
-			for _, d := range ds {
-				got = append(got, d.Plant.ID)
-			}
-			if diff := cmp.Diff([]int64{5, 6, 7}, got); err != nil || diff != "" {
-				t.Errorf("plants claimed for %s (%v) (-want +got):\n%s", sub, err, diff)
+			_, got := claim(t, s, sub, "o", time.Now().Add(time.Hour), 100)
+			if diff := cmp.Diff([]int64{5, 6, 7}, got); diff != "" {
+				t.Errorf("plants claimed for %s (-want +got):\n%s", sub, diff)
 			}
 		}
 

@@ -39,7 +39,7 @@ func TestOutboxRunsForgetsOldRecords(t *testing.T) {
 		}
 		beat(t, s, "gone", "gone run", -2*time.Hour)
 		beat(t, s, "recent", "recent run", -time.Minute)
-		seqs := claimSeqs(t, s, "a", "gone run", time.Now().Add(time.Hour), 1)
+		seqs, _ := claim(t, s, "a", "gone run", time.Now().Add(time.Hour), 1)
 		if _, _, err := s.TakeBack(ctx, "mine", "mine run"); err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func TestMigrate(t *testing.T) {
 			if n, others, err := s.TakeBack(ctx, instance, instance+" run 1"); err != nil || n != 0 || others != 0 {
 				t.Errorf("TakeBack() after the migration = %d, %d, %v, want nothing", n, others, err)
 			}
-			if got := claimSeqs(t, s, "a", "new", time.Now().Add(time.Hour), 10); len(got) != 0 {
+			if got, _ := claim(t, s, "a", "new", time.Now().Add(time.Hour), 10); len(got) != 0 {
 				t.Errorf("Claim() of a delivery leased before the migration = %v, want none", got)
 			}
 		}},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dirtest"
+	"github.com/plantstore/plantstore/internal/testkit"
 )
 
 // execSQLite runs stmts on the SQLite file at path through a connection
@@ -75,11 +76,7 @@ func TestPrepareSQLiteFileAcceptsPlantstoreFiles(t *testing.T) {
 		reason string
 	}{
 		{"missing file", func(*testing.T, string) {}, ""},
-		{"empty file", func(t *testing.T, path string) {
-			if err := os.WriteFile(path, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}, "SQLite takes an empty file for a new database"},
+		{"empty file", func(t *testing.T, path string) { testkit.WriteFile(t, path, "") }, "SQLite takes an empty file for a new database"},
 		{"database with no tables", func(t *testing.T, path string) {
 			execSQLite(t, path, `PRAGMA user_version = 7`)
 		}, "nothing in it to belong to another application"},
@@ -140,12 +137,8 @@ func TestPrepareSQLiteFileRefuses(t *testing.T) {
 	sqlite := func(stmts ...string) func(t *testing.T, dir string) string {
 		return foreign(func(t *testing.T, path string) { execSQLite(t, path, stmts...) })
 	}
-	file := func(data []byte) func(t *testing.T, dir string) string {
-		return foreign(func(t *testing.T, path string) {
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		})
+	file := func(data string) func(t *testing.T, dir string) string {
+		return foreign(func(t *testing.T, path string) { testkit.WriteFile(t, path, data) })
 	}
 	binary := make([]byte, 8192)
 	rand.Read(binary)
@@ -158,12 +151,12 @@ func TestPrepareSQLiteFileRefuses(t *testing.T) {
 		{"SQLite with customers", sqlite(`CREATE TABLE customers (a)`, `INSERT INTO customers VALUES (1)`), ErrNotPlantstore},
 		{"SQLite with another application ID", sqlite(`PRAGMA application_id = 42`), ErrNotPlantstore},
 		{"SQLite in WAL mode", sqlite(`PRAGMA journal_mode = WAL`, `CREATE TABLE customers (a)`), ErrNotPlantstore},
-		{"text file", file([]byte("name,tag\nfern,green\n")), ErrNotPlantstore},
-		{"binary file", file(binary), ErrNotPlantstore},
+		{"text file", file("name,tag\nfern,green\n"), ErrNotPlantstore},
+		{"binary file", file(string(binary)), ErrNotPlantstore},
 		{"missing directory", func(_ *testing.T, dir string) string { return filepath.Join(dir, "missing", "plants.db") }, fs.ErrNotExist},
 		{"path is a directory", func(_ *testing.T, dir string) string { return dir }, syscall.EISDIR},
-		{"directory is a file", func(_ *testing.T, dir string) string {
-			os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+		{"directory is a file", func(t *testing.T, dir string) string {
+			testkit.WriteFile(t, filepath.Join(dir, "file"), "x")
 			return filepath.Join(dir, "file", "plants.db")
 		}, syscall.ENOTDIR},
 	} {
