@@ -24,13 +24,10 @@ import (
 
 // chromium returns the Chromium to drive, or "" when there is none.
 func chromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "/usr/bin/chromium"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
 	}
 	return ""
 }
@@ -86,17 +83,6 @@ func (l *browserLog) snapshot() (requests, errors []string, csp string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.requests), slices.Clone(l.errors), l.csp
-}
-
-// screenshotPath is where the test leaves its screenshot of the page:
-// in $PLANTSTORE_TEST_ARTIFACTS when set, else in the system's temporary
-// directory, which outlives the test.
-func screenshotPath() string {
-	dir := os.Getenv("PLANTSTORE_TEST_ARTIFACTS")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "plantstore-docs.png")
 }
 
 // TestBrowserRendersReference loads /docs of a real handler in headless
@@ -199,7 +185,13 @@ func TestBrowserRendersReference(t *testing.T) {
 		}
 	}
 
-	path := screenshotPath()
+	// In $PLANTSTORE_TEST_ARTIFACTS when set, else in the system's
+	// temporary directory, which outlives the test.
+	dir := os.Getenv("PLANTSTORE_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, "plantstore-docs.png")
 	if err := os.WriteFile(path, screenshot, 0o644); err != nil {
 		t.Errorf("saving the screenshot: %v", err)
 	} else {

@@ -41,8 +41,14 @@ func (c *cpuClock) stop() {
 	}
 }
 
-// report reports the CPU time per op, unless the platform cannot tell it.
+// pause stops b's timer and c; resume starts them again.
+func (c *cpuClock) pause(b *testing.B)  { c.stop(); b.StopTimer() }
+func (c *cpuClock) resume(b *testing.B) { b.StartTimer(); c.start() }
+
+// report stops c and reports the CPU time per op, unless the platform
+// cannot tell it.
 func (c *cpuClock) report(b *testing.B) {
+	c.stop()
 	if c.ok && b.N > 0 {
 		b.ReportMetric(float64(c.spent.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
@@ -93,55 +99,64 @@ func BenchmarkCreate(b *testing.B) {
 	cpu.start()
 	for b.Loop() {
 		if id == 1<<20 {
-			cpu.stop()
-			b.StopTimer()
+			cpu.pause(b)
 			ps, id = plantstore.New(memstore.New()), 0
-			b.StartTimer()
-			cpu.start()
+			cpu.resume(b)
 		}
 		if _, err := ps.Create(ctx, plantstore.NewPlant{ID: id, Name: benchName}); err != nil {
 			b.Fatal(err)
 		}
 		id++
 	}
-	cpu.stop()
 	cpu.report(b)
 }
 
 // BenchmarkCreateParallel measures PlantStore.Create from GOMAXPROCS
 // goroutines; run it with -cpu 1,2 to see how it scales. Each goroutine
-// takes ascending ids in blocks of 1024, so that handing out ids is not
-// what is measured.
-func BenchmarkCreateParallel(b *testing.B) {
+// takes ascending ids of a range of its own, so that handing out ids is
+// not what is measured.
+func BenchmarkCreateParallel(b *testing.B) { benchmarkCreateParallel(b, 0) }
+
+// BenchmarkCreateParallelSteady is BenchmarkCreateParallel at a steady
+// size: each goroutine deletes its plant created 4096 creates earlier, so
+// the store stays small and the figure shows how creates from several
+// cores contend, not how the garbage collector copes with a store growing
+// by millions. An op is one Create and one Delete.
+func BenchmarkCreateParallelSteady(b *testing.B) { benchmarkCreateParallel(b, 4096) }
+
+// benchmarkCreateParallel creates from GOMAXPROCS goroutines, each
+// deleting its plant created window creates earlier unless window is 0.
+func benchmarkCreateParallel(b *testing.B, window int64) {
 	b.ReportAllocs()
 	ps := plantstore.New(memstore.New())
 	var next atomic.Int64
 	var cpu cpuClock
 	cpu.start()
 	defer cpu.report(b)
-	defer cpu.stop()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		const block = 1024
-		var id, end int64
-		for pb.Next() {
-			if id == end {
-				end = next.Add(block)
-				id = end - block
-			}
-			if _, err := ps.Create(ctx, plantstore.NewPlant{ID: id, Name: benchName}); err != nil {
+		base := next.Add(1) << 40
+		for i := int64(0); pb.Next(); i++ {
+			if _, err := ps.Create(ctx, plantstore.NewPlant{ID: base + i, Name: benchName}); err != nil {
 				b.Error(err)
 				return
 			}
-			id++
+			if window > 0 && i >= window {
+				if err := ps.Delete(ctx, base+i-window); err != nil {
+					b.Error(err)
+					return
+				}
+			}
 		}
 	})
 }
 
-var sizes = []struct {
+type benchSize struct {
 	name string
 	n    int
-}{
+}
+
+var sizes = []benchSize{
 	{"1K", 1_000},
 	{"100K", 100_000},
 	{"1M", 1_000_000},
@@ -180,16 +195,14 @@ func benchmarkCreateAtSize(b *testing.B, size int, order idOrder) {
 	cpu.start()
 	for b.Loop() {
 		if pending == batch {
-			cpu.stop()
-			b.StopTimer()
+			cpu.pause(b)
 			for i := next - batch; i < next; i++ {
 				if err := ps.Delete(ctx, order.id(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			pending = 0
-			b.StartTimer()
-			cpu.start()
+			cpu.resume(b)
 		}
 		if _, err := ps.Create(ctx, plantstore.NewPlant{ID: order.id(next), Name: benchName}); err != nil {
 			b.Fatal(err)
@@ -197,7 +210,6 @@ func benchmarkCreateAtSize(b *testing.B, size int, order idOrder) {
 		next++
 		pending++
 	}
-	cpu.stop()
 	cpu.report(b)
 }
 
@@ -265,10 +277,7 @@ func BenchmarkMemoryPerPlant(b *testing.B) {
 // leaves are seldom in the CPU cache at 1M, and consecutive pages, as a
 // client paging through the store reads them.
 func BenchmarkListPage(b *testing.B) {
-	for _, size := range []struct {
-		name string
-		n    int
-	}{{"1K", 1_000}, {"1M", 1_000_000}} {
+	for _, size := range []benchSize{sizes[0], sizes[2]} {
 		b.Run(size.name, func(b *testing.B) {
 			ps := plantstore.New(memstore.New())
 			fill(b, ps, idOrders[0], size.n)
@@ -296,42 +305,9 @@ func BenchmarkListPage(b *testing.B) {
 						last = page[len(page)-1].ID
 						i++
 					}
-					cpu.stop()
 					cpu.report(b)
 				})
 			}
 		})
 	}
-}
-
-// BenchmarkCreateParallelSteady is BenchmarkCreateParallel at a steady
-// size: each goroutine deletes its plant created 4096 creates earlier, so
-// the store stays small and the figure shows how creates from several
-// cores contend, not how the garbage collector copes with a store growing
-// by millions. An op is one Create and one Delete.
-func BenchmarkCreateParallelSteady(b *testing.B) {
-	b.ReportAllocs()
-	ps := plantstore.New(memstore.New())
-	var next atomic.Int64
-	var cpu cpuClock
-	cpu.start()
-	defer cpu.report(b)
-	defer cpu.stop()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		const window = 4096
-		base := next.Add(1) << 40
-		for i := int64(0); pb.Next(); i++ {
-			if _, err := ps.Create(ctx, plantstore.NewPlant{ID: base + i, Name: benchName}); err != nil {
-				b.Error(err)
-				return
-			}
-			if i >= window {
-				if err := ps.Delete(ctx, base+i-window); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}
-	})
 }

@@ -4,7 +4,6 @@ package oteltrace_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -59,19 +58,12 @@ func benchProviders(b *testing.B) []benchProvider {
 func BenchmarkCreate(b *testing.B) {
 	for _, p := range benchProviders(b) {
 		b.Run(p.name, func(b *testing.B) {
-			var h http.Handler
-			if p.tp == nil {
-				h = newUntracedHandler(memstore.New())
-			} else {
-				h = newHandler(p.tp, memstore.New())
-			}
-			var body strings.Builder
+			h := newHandler(p.tp, memstore.New())
 			b.ReportAllocs()
 			cpu0, _ := testkit.ProcessCPU()
 			for i := 0; b.Loop(); i++ {
-				body.Reset()
-				body.WriteString(`{"id":` + strconv.Itoa(i) + `,"name":"Monstera deliciosa","tag":"aroid"}`)
-				req := httptest.NewRequest("POST", "/plants", strings.NewReader(body.String()))
+				body := `{"id":` + strconv.Itoa(i) + `,"name":"Monstera deliciosa","tag":"aroid"}`
+				req := httptest.NewRequest("POST", "/plants", strings.NewReader(body))
 				req.Header["Authorization"] = []string{"Bearer " + token}
 				req.Header["Content-Type"] = []string{"application/json"}
 				rec := httptest.NewRecorder()

@@ -5,44 +5,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/plantstore/plantstore/memstore"
 	"github.com/plantstore/plantstore/oteltrace"
 )
-
-// TestHandlerLeavesPolledRoutesOut sends the probes' and the scrapers'
-// requests and the API's own through Handler, mounted at the root and
-// under a prefix as a host mounts it: only the API's own get a span, named
-// after the route.
-func TestHandlerLeavesPolledRoutesOut(t *testing.T) {
-	t.Parallel()
-	for _, prefix := range []string{"", "/api"} {
-		t.Run("prefix="+prefix, func(t *testing.T) {
-			t.Parallel()
-			tp, rec := newProvider(t)
-			var h http.Handler = newHandler(tp, memstore.New())
-			if prefix != "" {
-				mux := http.NewServeMux()
-				mux.Handle(prefix+"/", http.StripPrefix(prefix, h))
-				h = mux
-			}
-			for _, path := range []string{"/healthz", "/readyz", "/metrics", "/plants/1", "/healthz/x"} {
-				send(h, "GET", prefix+path, "")
-			}
-			var names []string
-			for _, s := range rec.Ended() {
-				if s.SpanKind() == trace.SpanKindServer {
-					names = append(names, s.Name())
-				}
-			}
-			if diff := cmp.Diff([]string{"GET /plants/{id}", "GET"}, names); diff != "" {
-				t.Errorf("server spans (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // TestTraceID checks that TraceID gives the trace id of the span a
 // request's context carries, as the access log's trace_id, and nothing

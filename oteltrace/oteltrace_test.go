@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -44,18 +46,16 @@ func openStore(t testing.TB, hooks sqlstore.Hooks) *sqlstore.Store {
 	return s
 }
 
-// newUntracedHandler returns the API over s, as newHandler does, without
-// tracing.
-func newUntracedHandler(s plantstore.Storage) http.Handler {
-	return httpapi.New(plantstore.New(s), httpapi.WithTokens(token), httpapi.WithLogger(slog.New(slog.DiscardHandler)))
-}
-
-// newHandler returns the API over s, traced as a host traces it: the
-// handler, with the hooks of HTTP, inside Handler.
-func newHandler(tp trace.TracerProvider, s plantstore.Storage) http.Handler {
-	api := httpapi.New(plantstore.New(s), httpapi.WithTokens(token),
-		httpapi.WithLogger(slog.New(slog.DiscardHandler)), httpapi.WithHooks(oteltrace.HTTP()),
-		httpapi.WithMetricsHandler(http.NotFoundHandler()), httpapi.WithPublicMetrics())
+// newHandler returns the API over s, traced with tp as a host traces it:
+// the handler, with the hooks of HTTP, inside Handler; or, when tp is nil,
+// the handler alone.
+func newHandler(tp *sdktrace.TracerProvider, s plantstore.Storage) http.Handler {
+	opts := []httpapi.Option{httpapi.WithTokens(token), httpapi.WithLogger(slog.New(slog.DiscardHandler))}
+	if tp == nil {
+		return httpapi.New(plantstore.New(s), opts...)
+	}
+	api := httpapi.New(plantstore.New(s), append(opts, httpapi.WithHooks(oteltrace.HTTP()),
+		httpapi.WithMetricsHandler(http.NotFoundHandler()), httpapi.WithPublicMetrics())...)
 	return oteltrace.Handler(api, tp)
 }
 
@@ -72,49 +72,64 @@ func send(h http.Handler, method, path, body string) {
 }
 
 // TestRequestSpans sends requests with a traceparent through otelhttp
-// and the handler: each server span is the incoming span's child, named
-// after the route, with no id of the path and no token in any attribute,
-// and the storage call's span is its child.
+// and the handler, mounted at the root and under a prefix as a host mounts
+// it: only the API's own requests, not the probes' and the scrapers', get
+// a server span, the incoming span's child, named after the route, with no
+// id of the path and no token in any attribute, and the storage call's
+// span is its child.
 func TestRequestSpans(t *testing.T) {
-	tp, rec := newProvider(t)
-	h := newHandler(tp, openStore(t, oteltrace.Storage(tp)))
-	send(h, "POST", "/plants", `{"id":4242,"name":"Fern"}`)
-	send(h, "GET", "/plants/4242", "")
-	send(h, "GET", "/nowhere/4242", "")
-	send(h, "BREW", "/plants", "")
-
-	spans := rec.Ended()
-	byName := map[string]sdktrace.ReadOnlySpan{}
-	for _, s := range spans {
-		byName[s.Name()] = s
-		for _, kv := range s.Attributes() {
-			if v := kv.Value.String(); strings.Contains(v, token) || strings.Contains(v, "/plants/4242") {
-				t.Errorf("span %q: attribute %s = %q", s.Name(), kv.Key, v)
+	for _, prefix := range []string{"", "/api"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			tp, rec := newProvider(t)
+			h := newHandler(tp, openStore(t, oteltrace.Storage(tp)))
+			if prefix != "" {
+				mux := http.NewServeMux()
+				mux.Handle(prefix+"/", http.StripPrefix(prefix, h))
+				h = mux
 			}
-		}
+			send(h, "POST", prefix+"/plants", `{"id":4242,"name":"Fern"}`)
+			for _, path := range []string{"/healthz", "/readyz", "/metrics", "/plants/4242", "/nowhere/4242", "/healthz/x"} {
+				send(h, "GET", prefix+path, "")
+			}
+			send(h, "BREW", prefix+"/plants", "")
+
+			byName := map[string]sdktrace.ReadOnlySpan{}
+			var server []string
+			for _, s := range rec.Ended() {
+				byName[s.Name()] = s
+				if s.SpanKind() == trace.SpanKindServer {
+					server = append(server, s.Name())
+				}
+				for _, kv := range s.Attributes() {
+					if v := kv.Value.String(); strings.Contains(v, token) || strings.Contains(v, "/plants/4242") {
+						t.Errorf("span %q: attribute %s = %q", s.Name(), kv.Key, v)
+					}
+				}
+			}
+			if diff := cmp.Diff([]string{"POST /plants", "GET /plants/{id}", "GET", "GET", "HTTP /plants"}, server); diff != "" {
+				t.Fatalf("server spans (-want +got):\n%s", diff)
+			}
+			for _, name := range []string{"storage.create", "storage.read", "storage.commit_batch"} {
+				if byName[name] == nil {
+					t.Fatalf("no span named %q", name)
+				}
+			}
+			parent := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
+				propagation.HeaderCarrier{"Traceparent": {incoming}}))
+			for _, name := range []string{"POST /plants", "GET /plants/{id}"} {
+				s := byName[name]
+				if s.Parent().SpanID() != parent.SpanID() || s.SpanContext().TraceID() != parent.TraceID() {
+					t.Errorf("%s: parent %v, want the incoming %v", name, s.Parent(), parent)
+				}
+				if attr(s, "http.route") != name[strings.IndexByte(name, ' ')+1:] {
+					t.Errorf("%s: http.route = %q", name, attr(s, "http.route"))
+				}
+			}
+			childOf(t, byName["storage.create"], byName["POST /plants"])
+			childOf(t, byName["storage.read"], byName["GET /plants/{id}"])
+			childOf(t, byName["storage.commit_batch"], byName["storage.create"])
+		})
 	}
-	for _, name := range []string{"POST /plants", "GET /plants/{id}", "GET", "HTTP /plants", "storage.create", "storage.read", "storage.commit_batch"} {
-		if byName[name] == nil {
-			t.Errorf("no span named %q", name)
-		}
-	}
-	if t.Failed() {
-		return
-	}
-	parent := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
-		propagation.HeaderCarrier{"Traceparent": {incoming}}))
-	for _, name := range []string{"POST /plants", "GET /plants/{id}"} {
-		s := byName[name]
-		if s.SpanKind() != trace.SpanKindServer || s.Parent().SpanID() != parent.SpanID() || s.SpanContext().TraceID() != parent.TraceID() {
-			t.Errorf("%s: kind %v, parent %v, want a server span, child of the incoming %v", name, s.SpanKind(), s.Parent(), parent)
-		}
-		if attr(s, "http.route") != name[strings.IndexByte(name, ' ')+1:] {
-			t.Errorf("%s: http.route = %q", name, attr(s, "http.route"))
-		}
-	}
-	childOf(t, byName["storage.create"], byName["POST /plants"])
-	childOf(t, byName["storage.read"], byName["GET /plants/{id}"])
-	childOf(t, byName["storage.commit_batch"], byName["storage.create"])
 }
 
 func attr(s sdktrace.ReadOnlySpan, key string) string {
@@ -181,7 +196,9 @@ func TestCommitBatchLinks(t *testing.T) {
 				found++
 			}
 			for _, l := range b.Links() {
-				if l.SpanContext.SpanID() == c.SpanContext().SpanID() && linksTo(c, b) {
+				if l.SpanContext.SpanID() == c.SpanContext().SpanID() && slices.ContainsFunc(c.Links(), func(l sdktrace.Link) bool {
+					return l.SpanContext.SpanID() == b.SpanContext().SpanID()
+				}) {
 					found++
 				}
 			}
@@ -190,13 +207,4 @@ func TestCommitBatchLinks(t *testing.T) {
 			t.Errorf("a Create's span reaches %d batches, want 1", found)
 		}
 	}
-}
-
-func linksTo(from, to sdktrace.ReadOnlySpan) bool {
-	for _, l := range from.Links() {
-		if l.SpanContext.SpanID() == to.SpanContext().SpanID() {
-			return true
-		}
-	}
-	return false
 }

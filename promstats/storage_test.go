@@ -23,8 +23,10 @@ func newStorage(t *testing.T, reg prometheus.Registerer) sqlstore.Hooks {
 }
 
 // TestStorage tells the hooks of two creates, one canceled, and their
-// batch, and checks the series they make. Which operations and outcomes
-// a Store tells its hooks of is sqlstore's TestHooks.
+// batch, and checks the series they make; then that the hooks of a second
+// Store with the same registry add up into them, and that a conflicting
+// collector fails Storage. Which operations and outcomes a Store tells its
+// hooks of is sqlstore's TestHooks.
 func TestStorage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newStorage(t, reg)
@@ -61,18 +63,12 @@ func TestStorage(t *testing.T) {
 	if diff := cmp.Diff(want, series(t, reg, "plantstore_storage_")); diff != "" {
 		t.Errorf("series after two creates (-want +got):\n%s", diff)
 	}
-}
 
-// TestStorageSharedRegistry shows that the hooks of two Stores with one
-// registry add up, and that a conflicting collector fails Storage.
-func TestStorageSharedRegistry(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	for range 2 {
-		newStorage(t, reg).Done(sqlstore.OpPing, time.Millisecond, sqlstore.OK)
-	}
-	key := `plantstore_storage_operation_duration_seconds_count{operation="ping"}`
-	if got := series(t, reg, "plantstore_storage_")[key]; got != 2 {
-		t.Errorf("%s = %v, want 2", key, got)
+	newStorage(t, reg).Done(sqlstore.OpPing, time.Millisecond, sqlstore.OK)
+	h.Done(sqlstore.OpPing, time.Millisecond, sqlstore.OK)
+	want[`plantstore_storage_operation_duration_seconds_count{operation="ping"}`] = 2
+	if diff := cmp.Diff(want, series(t, reg, "plantstore_storage_")); diff != "" {
+		t.Errorf("series after a ping of each Store (-want +got):\n%s", diff)
 	}
 	other := prometheus.NewRegistry()
 	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "plantstore_storage_errors_total", Help: "another"}))
