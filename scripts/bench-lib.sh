@@ -1,5 +1,5 @@
-# bench-lib.sh: shell functions shared by loopback-bench.sh and
-# webhook-bench.sh, which source it. They expect die to be defined.
+# bench-lib.sh: shell functions shared by loopback-bench.sh,
+# webhook-bench.sh and groupcommit-sweep.sh, which source it. They expect die to be defined.
 
 # wait_listening NAME OUT ERR: waits until the server started as
 # server_pid prints "listening on http://127.0.0.1:PORT" to OUT, and sets
@@ -27,4 +27,14 @@ stop_server() {
 # median prints the median of its arguments.
 median() {
 	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# new_pg_schema DSN SCHEMA: makes SCHEMA anew (dropping the one of that
+# name) in the PostgreSQL database at DSN with psql, and prints DSN with
+# search_path set to it.
+new_pg_schema() {
+	PGOPTIONS=--client-min-messages=warning psql -q "$1" \
+		-c "DROP SCHEMA IF EXISTS $2 CASCADE" -c "CREATE SCHEMA $2" >/dev/null \
+		|| die "could not make schema $2 with psql"
+	echo "$1$([[ $1 == *\?* ]] && echo '&' || echo '?')search_path=$2"
 }

@@ -108,9 +108,7 @@ run() {
 	else
 		# A new schema of this server's own each run: the builds may be at
 		# different schema versions.
-		local schema="groupcommit_sweep_${name}_$$"
-		PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $schema CASCADE" -c "CREATE SCHEMA $schema" >/dev/null
-		db="$BENCH_POSTGRES_DSN$( [[ $BENCH_POSTGRES_DSN == *\?* ]] && echo '&' || echo '?' )search_path=$schema"
+		db=$(new_pg_schema "$BENCH_POSTGRES_DSN" "groupcommit_sweep_${name}_$$")
 	fi
 	# The metrics port is picked at random: try again when it is taken.
 	for _ in 1 2 3 4 5; do

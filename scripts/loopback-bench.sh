@@ -159,10 +159,7 @@ start_server() {
 			;;
 		postgres)
 			# A new schema each round, as SQLite gets a new file.
-			PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" \
-				-c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" -c "CREATE SCHEMA $pg_schema" >/dev/null \
-				|| die "could not make schema $pg_schema with psql"
-			args="-db $BENCH_POSTGRES_DSN$([[ $BENCH_POSTGRES_DSN == *\?* ]] && echo '&' || echo '?')search_path=$pg_schema"
+			args="-db $(new_pg_schema "$BENCH_POSTGRES_DSN" "$pg_schema")"
 			;;
 		*)
 			local b="BIN_$name" a="ARGS_$name"

@@ -237,38 +237,23 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 	defer s.stmtUse.RUnlock()
 	// On SQLite the plants go in prepared chunks of at most
 	// maxPreparedBatch: whole chunks, then the rest; so do their events,
-	// as many as the plants unless ids are taken.
+	// as many as the plants unless ids are taken. Those statements are
+	// prepared now, before the transaction (see insertStmt); a chunk of
+	// another size is parsed.
 	n := len(order)
 	chunk := max(n, 1)
 	if s.dialect == SQLite {
 		chunk = min(chunk, maxPreparedBatch)
 	}
-	type keyed struct {
-		k  insertKey
-		st *sql.Stmt
-	}
-	stmts := make([]keyed, 0, 4)
 	for _, events := range []bool{false, true} {
 		if events && !s.cfg.outbox {
 			break
 		}
 		for _, m := range []int{chunk, n % chunk} {
-			k := insertKey{events, m}
-			st, err := s.insertStmt(ctx, k)
-			if err != nil {
+			if _, err := s.insertStmt(ctx, insertKey{events, m}); err != nil {
 				return nil, err
 			}
-			stmts = append(stmts, keyed{k, st})
 		}
-	}
-	// stmt returns the statement prepared for k, or nil for one to parse.
-	stmt := func(k insertKey) *sql.Stmt {
-		for _, ks := range stmts {
-			if ks.k == k {
-				return ks.st
-			}
-		}
-		return nil
 	}
 	var err error
 	var tx *sql.Tx
@@ -290,15 +275,14 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 
 	inserted := make(map[int64]bool, n)
 	args := make([]any, 0, 4*chunk)
-	for left := order; len(left) > 0; {
-		part := left[:min(chunk, len(left))]
-		left = left[len(part):]
+	for part := range slices.Chunk(order, chunk) {
 		args = plantArgs(reqs, part, args[:0])
+		k := insertKey{false, len(part)}
 		var rows *sql.Rows
-		if st := stmt(insertKey{false, len(part)}); st != nil {
+		if st := s.preparedInsert(k); st != nil {
 			rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 		} else {
-			rows, err = tx.QueryContext(ctx, s.q.insertPlants(len(part), true), args...)
+			rows, err = tx.QueryContext(ctx, s.q.insert(k), args...)
 		}
 		if err != nil {
 			return nil, err
@@ -316,18 +300,17 @@ func (s *Store) insertTx(ctx context.Context, reqs []*createReq, order []int) (m
 				events = append(events, i)
 			}
 		}
-		for left := events; len(left) > 0; {
-			part := left[:min(chunk, len(left))]
-			left = left[len(part):]
+		for part := range slices.Chunk(events, chunk) {
 			args = args[:0]
 			for _, i := range part {
 				p := reqs[i].plant
 				args = append(args, p.ID, p.Name, tagValue(p), now)
 			}
-			if st := stmt(insertKey{true, len(part)}); st != nil {
+			k := insertKey{true, len(part)}
+			if st := s.preparedInsert(k); st != nil {
 				_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, s.q.insertEvents(len(part)), args...)
+				_, err = tx.ExecContext(ctx, s.q.insert(k), args...)
 			}
 			if err != nil {
 				return nil, err
@@ -495,17 +478,10 @@ func (s *Store) insertStmt(ctx context.Context, k insertKey) (*sql.Stmt, error) 
 	if s.insertStmts == nil {
 		return nil, errClosed
 	}
-	s.stmtMu.Lock()
-	st := s.insertStmts[k]
-	s.stmtMu.Unlock()
-	if st != nil {
+	if st := s.preparedInsert(k); st != nil {
 		return st, nil
 	}
-	query := s.q.insertPlants(k.n, true)
-	if k.events {
-		query = s.q.insertEvents(k.n)
-	}
-	st, err := s.db.PrepareContext(ctx, query)
+	st, err := s.db.PrepareContext(ctx, s.q.insert(k))
 	if err != nil {
 		return nil, err
 	}
@@ -517,4 +493,12 @@ func (s *Store) insertStmt(ctx context.Context, k insertKey) (*sql.Stmt, error) 
 	}
 	s.insertStmts[k] = st
 	return st, nil
+}
+
+// preparedInsert returns the statement insertStmt prepared for k, or nil.
+// The caller holds s.stmtUse for reading.
+func (s *Store) preparedInsert(k insertKey) *sql.Stmt {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return s.insertStmts[k]
 }

@@ -92,6 +92,15 @@ func (q queries) insertPlants(rows int, skipTaken bool) string {
 	return b.String()
 }
 
+// insert returns the statement that inserts what k names: k.n plants,
+// skipping taken ids, or k.n events.
+func (q queries) insert(k insertKey) string {
+	if k.events {
+		return q.insertEvents(k.n)
+	}
+	return q.insertPlants(k.n, true)
+}
+
 // insertPlantsAndEvents returns, on PostgreSQL, the statement that
 // inserts rows plants as insertPlants does, and an event for each plant
 // it inserted, created at $(3·rows+1), in the order of their ids.
