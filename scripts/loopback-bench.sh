@@ -34,7 +34,9 @@
 #                that ARGS_new="-db {tmp}/plants.db" starts every round on a new file;
 #                PATH_<name> (default: /plants) is where it takes the creates, as
 #                PATH_embed=/api/plants for examples/embed, which serves the API
-#                under /api/ (give it BENCH_TOKEN=alice-token and PLANTSTORE_ADDR=127.0.0.1:0)
+#                under /api/ (give it BENCH_TOKEN=alice-token and PLANTSTORE_ADDR=127.0.0.1:0);
+#                {pg} becomes a PostgreSQL URL, as for server postgres, so that
+#                BIN_base=/tmp/old ARGS_base="-db {pg}" compares builds on PostgreSQL
 # Every plantstore server also gets -addr 127.0.0.1:0 and EXTRA_ARGS.
 #
 # Environment (all optional):
@@ -76,11 +78,12 @@ cleanup() {
 		mkdir -p "$BENCH_KEEP" && cp "$tmp"/*.out "$BENCH_KEEP"/ 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
-	if [[ " ${servers[*]} " == *" postgres "* ]]; then
+	if [[ -n $uses_pg ]]; then
 		psql -q "$BENCH_POSTGRES_DSN" -c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" >/dev/null 2>&1 || true
 	fi
 }
 pg_schema=loopback_bench_$$
+uses_pg="" # set when a server runs on PostgreSQL
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -93,9 +96,11 @@ if (( ${#servers[@]} < 2 )); then
 fi
 for name in "${servers[@]}"; do
 	[[ $name =~ ^[A-Za-z0-9_]+$ || $name == oapi-codegen ]] || die "server names are letters, digits and _: not \"$name\""
-	if [[ $name == postgres ]]; then
-		[[ -n $BENCH_POSTGRES_DSN ]] || die "server postgres needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
-		command -v psql >/dev/null || die "server postgres needs psql to make a schema for each round"
+	a="ARGS_$name"
+	if [[ $name == postgres || ($name != oapi-codegen && ${!a:-} == *"{pg}"*) ]]; then
+		uses_pg=1
+		[[ -n $BENCH_POSTGRES_DSN ]] || die "server $name needs BENCH_POSTGRES_DSN or PLANTSTORE_TEST_POSTGRES_DSN"
+		command -v psql >/dev/null || die "server $name needs psql to make a schema for each round"
 	fi
 done
 if (( $(nproc) < 2 )); then
@@ -169,6 +174,11 @@ start_server() {
 				rm -rf "$tmp/$name.d" && mkdir "$tmp/$name.d"
 				args=${args//"{tmp}"/$tmp/$name.d}
 			fi
+			if [[ $args == *"{pg}"* ]]; then
+				local dsn
+				dsn=$(new_pg_schema "$BENCH_POSTGRES_DSN" "$pg_schema")
+				args=${args//"{pg}"/"$dsn"} # quoted: the & in dsn stays itself
+			fi
 			;;
 		esac
 		# shellcheck disable=SC2086 # args and EXTRA_ARGS are lists of words.
@@ -184,7 +194,7 @@ start_server() {
 # holds of it, so that no run pays for the writes of the one before.
 settle() {
 	rm -rf "$tmp/sqlite" "$tmp/pb.d" "$tmp"/*.d
-	if [[ " ${servers[*]} " == *" postgres "* ]]; then
+	if [[ -n $uses_pg ]]; then
 		PGOPTIONS=--client-min-messages=warning psql -q "$BENCH_POSTGRES_DSN" \
 			-c "DROP SCHEMA IF EXISTS $pg_schema CASCADE" -c "CHECKPOINT" >/dev/null 2>&1 || true
 	fi
