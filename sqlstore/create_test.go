@@ -4,54 +4,68 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/testkit"
+	"github.com/plantstore/plantstore/storagetest"
 )
 
-func TestTwoStoresRaceForOneID(t *testing.T) {
+// stores is one database as several processes see it: Creates and
+// Deletes, and the outbox's fan-outs, claims and acks, go in turn to
+// Stores on separate *sql.DBs; the other calls to the first.
+type stores struct {
+	*Store
+	all  []*Store
+	next atomic.Uint32
+}
+
+func (ss *stores) pick() *Store { return ss.all[ss.next.Add(1)%uint32(len(ss.all))] }
+
+func (ss *stores) Create(ctx context.Context, p plantstore.Plant) error {
+	return ss.pick().Create(ctx, p)
+}
+func (ss *stores) Delete(ctx context.Context, id int64) error { return ss.pick().Delete(ctx, id) }
+func (ss *stores) FanOut(ctx context.Context, subs []string, limit int) (int, error) {
+	return ss.pick().FanOut(ctx, subs, limit)
+}
+func (ss *stores) Claim(ctx context.Context, sub, owner string, until time.Time, limit int) ([]plantstore.Delivery, error) {
+	return ss.pick().Claim(ctx, sub, owner, until, limit)
+}
+func (ss *stores) Ack(ctx context.Context, sub string, seqs []int64) error {
+	return ss.pick().Ack(ctx, sub, seqs)
+}
+
+// TestStoresShareADatabase runs storagetest's suite on three Stores, one
+// without group commit, sharing one database: its racers for one id find
+// one winner, and its concurrent owners of the outbox claim each delivery
+// once (FOR UPDATE SKIP LOCKED on PostgreSQL, SQLite's file lock). No
+// delivery is left without its event.
+func TestStoresShareADatabase(t *testing.T) {
 	t.Parallel()
-	_, dsn := postgresBackend.newDB(t)
-	// Two *sql.DBs and two Stores, as two processes would have: one with
-	// group commit, one without.
-	stores := []*Store{
-		openStore(t, openDB(t, "pgx", dsn), Postgres),
-		openStore(t, openDB(t, "pgx", dsn), Postgres, WithoutGroupCommit()),
-	}
-	const racers, rounds = 32, 20
-	for round := range rounds {
-		id := int64(round)
-		var wg sync.WaitGroup
-		errs := make([]error, racers)
-		start := make(chan struct{})
-		for i := range racers {
-			wg.Go(func() {
-				<-start
-				p := plantstore.Plant{ID: id, Name: fmt.Sprint("racer ", i)}
-				errs[i] = stores[i%len(stores)].Create(context.Background(), p)
-			})
-		}
-		close(start)
-		wg.Wait()
-		winners := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				winners++
-			case !errors.Is(err, plantstore.ErrConflict):
-				t.Fatalf("id %d: racer %d got %v, want nil or ErrConflict", id, i, err)
+	eachBackend(t, func(t *testing.T, be backend) {
+		storagetest.Run(t, func(t *testing.T) plantstore.Storage {
+			_, dsn := be.newDB(t)
+			ss := &stores{}
+			// Several Stores contend for one SQLite file lock: a Create
+			// may wait long.
+			for _, opts := range [][]Option{nil, {WithoutGroupCommit()}, nil} {
+				db := openDB(t, be.driver, dsn)
+				ss.all = append(ss.all, openStore(t, db, be.dialect, append(opts, WithOutbox(), WithTimeout(time.Minute))...))
 			}
-		}
-		if winners != 1 {
-			t.Fatalf("id %d: %d racers won, want exactly 1", id, winners)
-		}
-	}
+			ss.Store = ss.all[0]
+			t.Cleanup(func() {
+				if n := queryInt(t, ss.db, `SELECT count(*) FROM webhook_deliveries d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = d.seq)`); n != 0 {
+					t.Errorf("%d deliveries left without their event", n)
+				}
+			})
+			return ss
+		})
+	})
 }
 
 // waitForLockWaiter waits, asking db, until a session of the application

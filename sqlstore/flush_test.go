@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/storagetest"
 )
 
 // TestCreateAnsweredAfterFlush holds the flusher's flush of the WAL file
@@ -171,42 +172,11 @@ func TestCommitterConnection(t *testing.T) {
 	})
 }
 
-// TestBesideStoresEveryCreate sends many concurrent Creates, some of
-// them of one id, through batches split in two lanes and flushed beside
-// the committer, and checks each answer against what is stored.
-func TestBesideStoresEveryCreate(t *testing.T) {
+// TestFlushBesideStorage runs storagetest's suite on SQLite with every
+// batch split in two lanes and flushed beside the committer: its
+// concurrent creates, of one id and of many, check each answer against
+// what is stored.
+func TestFlushBesideStorage(t *testing.T) {
 	t.Parallel()
-	s := sqliteBackend.open(t, withFlushBeside())
-	ctx := context.Background()
-	const callers, each = 48, 20
-	var wg sync.WaitGroup
-	errs := make([]error, callers*each)
-	for c := range callers {
-		wg.Go(func() {
-			for i := range each {
-				// Two callers share each id.
-				id := int64((c/2)*each + i)
-				errs[c*each+i] = s.Create(ctx, plantstore.Plant{ID: id, Name: "Fern"})
-			}
-		})
-	}
-	wg.Wait()
-	stored, conflicts := 0, 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			stored++
-		case errors.Is(err, plantstore.ErrConflict):
-			conflicts++
-		default:
-			t.Fatalf("Create = %v", err)
-		}
-	}
-	got, err := s.List(ctx, 0, callers*each)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := callers / 2 * each; stored != want || conflicts != want || len(got) != want {
-		t.Errorf("stored %d, conflicts %d, listed %d; want %d of each", stored, conflicts, len(got), want)
-	}
+	storagetest.Run(t, func(t *testing.T) plantstore.Storage { return sqliteBackend.open(t, withFlushBeside()) })
 }

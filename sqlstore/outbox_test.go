@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +13,9 @@ import (
 // The Outbox contract itself (fan-out, claims, leases, retries, acks,
 // Depth, concurrent owners on one Store, runs), and that a Store without
 // WithOutbox records no event, are checked by storagetest.Run, in
-// TestStorage. The tests here check what is this package's own: several
-// Stores on separate *sql.DBs sharing one outbox as processes do (FOR
-// UPDATE SKIP LOCKED on PostgreSQL, SQLite's file lock), the rows left,
-// and WithOutboxMaxPending.
+// TestStorage, and on several Stores on separate *sql.DBs sharing one
+// outbox as processes do, in TestStoresShareADatabase. The tests here
+// check what is this package's own: WithOutboxMaxPending.
 
 // allEvents returns every event in s's outbox, by ascending seq.
 func allEvents(t *testing.T, s *Store) []plantstore.Event {
@@ -50,115 +47,6 @@ func claim(t *testing.T, s *Store, sub, owner string, until time.Time, limit int
 		seqs, ids = append(seqs, d.Seq), append(ids, d.Plant.ID)
 	}
 	return seqs, ids
-}
-
-// TestOutboxConcurrentOwners has several owners on separate *sql.DBs, as
-// separate processes would be, fan out, claim and ack the same outbox at
-// once, and checks that each delivery is claimed exactly once.
-//
-// It is one piece: the owners' loops and the count of claims share the one outbox and its state.
-func TestOutboxConcurrentOwners(t *testing.T) {
-	t.Parallel()
-	eachBackend(t, func(t *testing.T, be backend) {
-		_, dsn := be.newDB(t)
-		const owners, events = 3, 300
-		stores := make([]*Store, owners)
-		// Six claimers in tight loops contend for one SQLite file
-		// lock with the creates; the test is about claims, not about
-		// how long a create waits, so it waits long.
-		for i := range stores {
-			stores[i] = openStore(t, openDB(t, be.driver, dsn), be.dialect, WithOutbox(), WithTimeout(time.Minute))
-		}
-		ctx := context.Background()
-		subs := []string{"a", "b"}
-		var (
-			mu      sync.Mutex
-			claimed = map[string]int{} // "sub/seq" → claims
-			wg      sync.WaitGroup
-			created sync.WaitGroup
-		)
-		// Creates come from several goroutines, so that group commit
-		// batches them as it would a server's.
-		const creators = 16
-		created.Add(creators)
-		for c := range int64(creators) {
-			wg.Go(func() {
-				defer created.Done()
-				for id := c; id < events; id += creators {
-					if err := stores[id%owners].Create(ctx, plantstore.Plant{ID: id, Name: "p"}); err != nil {
-						t.Errorf("Create(%d) = %v", id, err)
-						return
-					}
-				}
-			})
-		}
-		done := make(chan struct{})
-		go func() { created.Wait(); close(done) }()
-		for i, s := range stores {
-			for _, sub := range subs {
-				wg.Go(func() {
-					owner := fmt.Sprint("owner-", i)
-					for {
-						finished := false
-						select {
-						case <-done:
-							finished = true
-						default:
-						}
-						if _, err := s.FanOut(ctx, subs, 50); err != nil {
-							t.Errorf("FanOut() = %v", err)
-							return
-						}
-						ds, err := s.Claim(ctx, sub, owner, time.Now().Add(time.Hour), 20)
-						if err != nil {
-							t.Errorf("Claim() = %v", err)
-							return
-						}
-						var seqs []int64
-						mu.Lock()
-						for _, d := range ds {
-							claimed[fmt.Sprint(sub, "/", d.Seq)]++
-							seqs = append(seqs, d.Seq)
-						}
-						mu.Unlock()
-						if err := s.Ack(ctx, sub, seqs); err != nil {
-							t.Errorf("Ack() = %v", err)
-							return
-						}
-						if len(ds) == 0 {
-							if finished {
-								if n, err := s.Depth(ctx); err != nil || n == 0 {
-									return
-								}
-							}
-							// An idle owner polls, as a Dispatcher does,
-							// instead of holding SQLite's write lock in a
-							// loop.
-							time.Sleep(10 * time.Millisecond)
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		dups := 0
-		for k, n := range claimed {
-			if n != 1 {
-				dups++
-				t.Errorf("delivery %s claimed %d times", k, n)
-			}
-		}
-		if len(claimed) != events*len(subs) {
-			t.Errorf("%d deliveries claimed, want %d", len(claimed), events*len(subs))
-		}
-		if n, err := stores[0].Depth(ctx); err != nil || n != 0 {
-			t.Errorf("Depth() at the end = %d, %v, want 0", n, err)
-		}
-		if left := queryInt(t, stores[0].db, `SELECT count(*) FROM webhook_deliveries`); left != 0 {
-			t.Errorf("%d delivery rows left, want 0", left)
-		}
-		t.Logf("%d owners, %d events, %d subscribers: %d deliveries claimed, %d more than once", owners, events, len(subs), len(claimed), dups)
-	})
 }
 
 // TestOutboxMaxPending bounds the outbox to three events and checks that

@@ -240,37 +240,9 @@ func TestStorage(t *testing.T) {
 	}
 }
 
-// TestCreateWritesRows checks the tags a Store writes: NULL when absent,
-// as given otherwise. That a Store without the outbox records no event,
-// TestStorage checks.
-func TestCreateWritesRows(t *testing.T) {
-	t.Parallel()
-	eachBackend(t, func(t *testing.T, be backend) {
-		s := be.open(t)
-		ctx := context.Background()
-		for _, tt := range []struct {
-			plant    plantstore.Plant
-			wantNull bool
-		}{
-			{plantstore.Plant{ID: 1, Name: "absent"}, true},
-			{plantstore.Plant{ID: 2, Name: "empty", HasTag: true}, false},
-			{plantstore.Plant{ID: 3, Name: "set", Tag: "x", HasTag: true}, false},
-		} {
-			if err := s.Create(ctx, tt.plant); err != nil {
-				t.Fatalf("Create(%+v) = %v", tt.plant, err)
-			}
-			var tag sql.NullString
-			if err := s.db.QueryRow(`SELECT tag FROM plants WHERE id = `+s.q.param(1), tt.plant.ID).Scan(&tag); err != nil {
-				t.Fatalf("%s: read tag: %v", tt.plant.Name, err)
-			}
-			want := sql.NullString{String: tt.plant.Tag, Valid: !tt.wantNull}
-			if diff := cmp.Diff(want, tag); diff != "" {
-				t.Errorf("%s: stored tag mismatch (-want +got):\n%s", tt.plant.Name, diff)
-			}
-		}
-	})
-}
-
+// TestBatchOutcomes checks what each Create of a batch is answered and
+// what the batch stores: the first of an id wins, in batch order; the tag
+// column is NULL for a plant without a tag and as given otherwise.
 func TestBatchOutcomes(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be backend) {
@@ -327,10 +299,11 @@ func TestBatchOutcomes(t *testing.T) {
 		const first, taken = 1000, 1000 + maxPreparedBatch + 3
 		mustCreate(t, s, "taken before", taken)
 		reqs, want = nil, nil
+		untagged := 1 // "taken before"
 		for id := int64(first); id < first+2*maxPreparedBatch+5; id++ {
-			p := plantstore.Plant{ID: id, Name: fmt.Sprint("big ", id)}
-			if id%2 == 0 {
-				p.Tag, p.HasTag = "t", true
+			p := plantstore.Plant{ID: id, Name: fmt.Sprint("big ", id), Tag: []string{"", "", "t"}[id%3], HasTag: id%3 > 0}
+			if !p.HasTag && id != taken {
+				untagged++
 			}
 			reqs = append(reqs, &createReq{plant: p})
 			if id == taken {
@@ -355,6 +328,9 @@ func TestBatchOutcomes(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("plants after the large batch mismatch (-want +got):\n%s", diff)
+		}
+		if n := queryInt(t, s.db, `SELECT count(*) FROM plants WHERE tag IS NULL AND id >= `+s.q.param(1), first); n != untagged {
+			t.Errorf("%d rows of the large batch with a NULL tag, want %d: the plants without one", n, untagged)
 		}
 		clear(gotEvents)
 		for _, e := range allEvents(t, s) {

@@ -1,9 +1,7 @@
 package webhook_test
 
 import (
-	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,38 +13,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/webhook"
 )
-
-// TestDispatchersShareOutbox runs two Dispatchers, each over its own Store
-// on one SQLite file as two processes would, and checks that each event
-// reaches each subscriber once.
-func TestDispatchersShareOutbox(t *testing.T) {
-	t.Parallel()
-	const n = 100
-	a, b := newReceiver(t, ok), newReceiver(t, ok)
-	path := filepath.Join(t.TempDir(), "plants.db")
-	var pss []*plantstore.PlantStore
-	for range 2 {
-		s := openSQLite(t, path)
-		d, _, _ := start(t, s, []string{a.url(), b.url()})
-		pss = append(pss, notifying(s, d))
-	}
-	var creates sync.WaitGroup
-	for id := range int64(n) {
-		creates.Go(func() {
-			if _, err := pss[id%2].Create(context.Background(), plantstore.NewPlant{ID: id, Name: "p"}); err != nil {
-				t.Errorf("Create(%d) = %v", id, err)
-			}
-		})
-	}
-	creates.Wait()
-	s := openSQLite(t, path)
-	testkit.WaitUntil(t, time.Minute, "the outbox to empty", func() bool { return pending(t, s) == 0 })
-	for _, rc := range []*receiver{a, b} {
-		if attempts, _ := rc.stats(); !onceEach(n)(attempts) {
-			t.Errorf("%d webhook-ids received; want %d, each once", len(attempts), n)
-		}
-	}
-}
 
 // TestExpiredLeaseGoesToAnotherDispatcher has a Dispatcher claim a
 // delivery it cannot finish, renew or claim again, and checks that another

@@ -164,11 +164,12 @@ func TestLiveTwinKeepsItsLeases(t *testing.T) {
 	checkTwinsDeliveredOnce(t, s, rc, n, l1, l2)
 }
 
-// TestOutageTakesNoLiveTwinsLeases cuts two live Dispatchers of one
-// instance, each holding deliveries, off the outbox for longer than their
-// records live, as an outage of the database does, then gives it back to
-// both at once, and checks that neither takes the other's deliveries:
-// each is attempted once.
+// TestOutageTakesNoLiveTwinsLeases runs two live Dispatchers of one
+// instance, each over its own Store on one SQLite file as two processes
+// would, cuts both, each holding deliveries, off the outbox for longer
+// than their records live, as an outage of the database does, then gives
+// it back to both at once, and checks that neither takes the other's
+// deliveries: each is attempted once.
 func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	t.Parallel()
 	const n, instance, heartbeat = 20, "plantstore twin [::]:8080", 2 * time.Second
@@ -183,7 +184,7 @@ func TestOutageTakesNoLiveTwinsLeases(t *testing.T) {
 	subs := []string{rc.url()}
 	opts := []webhook.Option{webhook.WithInstance(instance), webhook.WithHeartbeat(heartbeat), webhook.WithLease(time.Hour),
 		webhook.WithConcurrency(4), webhook.WithMaxInFlight(n / 2), webhook.WithAttemptTimeout(time.Minute)}
-	w1, w2 := &deadOutbox{Outbox: s}, &deadOutbox{Outbox: s}
+	w1, w2 := &deadOutbox{Outbox: s}, &deadOutbox{Outbox: openSQLite(t, path)}
 	d1, l1, _ := start(t, w1, subs, opts...)
 	_, l2, _ := start(t, w2, subs, opts...)
 	createRange(t, notifying(s, d1), 0, n)
