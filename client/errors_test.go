@@ -98,28 +98,21 @@ func TestErrorsFromServer(t *testing.T) {
 		{name: "wrong prefix", path: "/nowhere", call: read(1), wantCode: 404,
 			reason: "a path the server does not serve is not a missing plant"},
 		{name: "wrong token", copt: client.WithToken("wrong"), call: create(2, "a"), wantCode: 401, wantIs: client.ErrUnauthorized},
-		{name: "no token", copt: client.WithToken(""), call: read(1), wantCode: 401, wantIs: client.ErrUnauthorized},
 		{name: "malformed Authorization", call: read(1), wantCode: 401, wantIs: client.ErrUnauthorized,
 			copt:   rewriting(func(r *http.Request) { r.Header.Set("Authorization", "Basic "+token) }),
 			reason: "refused before the authenticator is asked, with the same code"},
 		{name: "forbidden", sopt: httpapi.WithAuthenticator(forbidding), call: read(1),
 			wantCode: 403, wantIs: client.ErrForbidden, reason: "known credentials that may not use the API"},
-		{name: "forbidden create", sopt: httpapi.WithAuthenticator(forbidding), call: create(2, "a"),
-			wantCode: 403, wantIs: client.ErrForbidden, reason: "refused before the body is read: nothing stored"},
 		{name: "authentication unavailable", call: read(1), wantCode: 503, wantIs: plantstore.ErrUnavailable,
 			sopt:   httpapi.WithAuthenticator(httpapi.TokenAuthenticatorFunc(func(context.Context, string) error { return errUnavailable })),
 			reason: "a backend that is down refused no one"},
 		{name: "limit negative", call: list(-1), wantCode: 400,
-			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
-		{name: "limit over max", call: list(plantstore.MaxListLimit + 1), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "must be an integer from 1 to 1000"}},
 		{name: "limit given twice", copt: withQuery("limit=1&limit=2"), call: list(0), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "limit", Reason: "given more than once"}},
 		{name: "after not an integer", copt: withQuery("after=x"), call: list(0), wantCode: 400,
 			wantValid: &plantstore.ValidationError{Field: "after", Reason: "must be a 64-bit signed integer in canonical decimal form"},
 			reason:    "the client never sends it, but the server validates after as it does limit"},
-		{name: "after given twice", copt: withQuery("after=1&after=2"), call: list(0), wantCode: 400,
-			wantValid: &plantstore.ValidationError{Field: "after", Reason: "given more than once"}},
 		{name: "id in the path not canonical", call: read(1), wantCode: 400,
 			copt:      withURL(func(path, query string) (string, string) { return strings.TrimSuffix(path, "/1") + "/01", query }),
 			wantValid: &plantstore.ValidationError{Field: "id", Reason: "must be a 64-bit signed integer in canonical decimal form"},
@@ -139,8 +132,6 @@ func TestErrorsFromServer(t *testing.T) {
 		{name: "create, storage unavailable", storage: failing{errUnavailable}, call: create(2, "a"),
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
 		{name: "read, storage unavailable", storage: failing{errUnavailable}, call: read(2),
-			wantCode: 503, wantIs: plantstore.ErrUnavailable},
-		{name: "list, storage unavailable", storage: failing{errUnavailable}, call: list(0),
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
 		{name: "ping, storage unavailable", storage: failing{errUnavailable}, call: ping,
 			wantCode: 503, wantIs: plantstore.ErrUnavailable},
@@ -172,18 +163,9 @@ func TestErrorsFromServer(t *testing.T) {
 				c := newClient(t, srv.URL+tt.path, copts...)
 
 				err := tt.call(t.Context(), c)
-				ce, ok := errors.AsType[*client.Error](err)
-				if !ok {
-					t.Fatalf("error %v (%T), want a *client.Error", err, err)
+				if ce := checkError(t, err, tt.wantCode, tt.wantIs); ce.StatusCode != mode.status(tt.wantCode) || ce.Message == "" {
+					t.Errorf("status %d and message %q, want %d and a message", ce.StatusCode, ce.Message, mode.status(tt.wantCode))
 				}
-				got := []any{ce.StatusCode, ce.Code}
-				if diff := cmp.Diff([]any{mode.status(tt.wantCode), tt.wantCode}, got); diff != "" {
-					t.Errorf("status, code mismatch (-want +got):\n%s", diff)
-				}
-				if ce.Message == "" {
-					t.Errorf("the error has no message")
-				}
-				checkSentinel(t, err, tt.wantIs)
 				ve, ok := errors.AsType[*plantstore.ValidationError](err)
 				if !ok {
 					ve = nil
@@ -263,16 +245,10 @@ func TestErrorsWithoutBody(t *testing.T) {
 				wantMessage = http.StatusText(tt.status)
 			}
 			srv, requests := serveAnswer(t, tt.status, ct, tt.body)
-			err := tt.call(t.Context(), newClient(t, srv.URL))
-			ce, ok := errors.AsType[*client.Error](err)
-			if !ok {
-				t.Fatalf("error %v (%T), want a *client.Error", err, err)
+			ce := checkError(t, tt.call(t.Context(), newClient(t, srv.URL)), tt.wantCode, tt.wantIs)
+			if got := []any{ce.StatusCode, ce.Message}; !cmp.Equal(got, []any{tt.status, wantMessage}) {
+				t.Errorf("status, message = %v, want %v", got, []any{tt.status, wantMessage})
 			}
-			got := []any{ce.StatusCode, ce.Code, ce.Message}
-			if diff := cmp.Diff([]any{tt.status, tt.wantCode, wantMessage}, got); diff != "" {
-				t.Errorf("status, code, message mismatch (-want +got):\n%s", diff)
-			}
-			checkSentinel(t, err, tt.wantIs)
 			wantCount(t, requests, 1, "requests (retries are off)")
 		})
 	}

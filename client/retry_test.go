@@ -145,10 +145,7 @@ func TestRetryUnavailable(t *testing.T) {
 					t.Errorf("wait bounds mismatch (-want +got):\n%s", diff)
 				}
 				if tt.wantErr {
-					checkSentinel(t, err, plantstore.ErrUnavailable)
-					if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != 503 {
-						t.Errorf("error %v, want a *client.Error with code 503", err)
-					}
+					checkError(t, err, 503, plantstore.ErrUnavailable)
 					return
 				}
 				if err != nil {
@@ -294,9 +291,7 @@ func TestRetryUnknownOutcome(t *testing.T) {
 				t.Fatalf("error %v, want one: %v", err, fails)
 			}
 			if tt.wantCode != 0 {
-				if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Code != tt.wantCode {
-					t.Errorf("error %v, want a *client.Error with code %d", err, tt.wantCode)
-				}
+				checkError(t, err, tt.wantCode, tt.wantIs)
 			}
 			p, err := s.Store.Plant(t.Context(), np.ID)
 			if isStored := err == nil && p == plantstore.Plant(np); isStored != tt.wantStored {

@@ -82,14 +82,9 @@ func TestArenaCompaction(t *testing.T) {
 			}
 		}
 	}
-	for id := range int64(n) {
+	// That deleted plants are gone is storagetest's Storage/Delete.
+	for id := int64(0); id < n; id += 8 {
 		got, err := m.Plant(ctx, id)
-		if id%8 != 0 {
-			if !errors.Is(err, plantstore.ErrNotFound) {
-				t.Fatalf("Plant(%d) after delete = %v, want plantstore.ErrNotFound", id, err)
-			}
-			continue
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -145,12 +145,19 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 	if most := len(want)/(leafCap/2) + 2; leaves > most {
 		t.Errorf("%d keys take %d leaves, want at most %d", len(want), leaves, most)
 	}
-	for k, v := range model {
-		if got, _, ok := bt.get(k); !ok || got != v {
-			t.Fatalf("get(%d) = %d, %v, want %d", k, got, ok, v)
+	// get checks that every key of keys holds its value and tag flag,
+	// the tag set for even values (see the inserts).
+	get := func(keys []int64) {
+		t.Helper()
+		for _, k := range keys {
+			if got, tagged, ok := bt.get(k); !ok || got != model[k] || tagged != (got%2 == 0) {
+				t.Fatalf("get(%d) = %d, %v, %v, want %d, %v, true", k, got, tagged, ok, model[k], model[k]%2 == 0)
+			}
 		}
 	}
-	// Delete, checking the structure as it shrinks.
+	get(want)
+	// Delete, checking the structure and the keys left as it shrinks:
+	// merges and borrowing move values and tag flags between leaves.
 	deleteOrder(r, want)
 	for i, k := range want {
 		if !bt.delete(k) {
@@ -161,6 +168,7 @@ func testBTree(t *testing.T, key func(r *rand.Rand, i int) int64, deleteOrder fu
 		}
 		if i%2000 == 0 {
 			check(t, &bt)
+			get(want[i+1:])
 		}
 	}
 	if got, _ := check(t, &bt); len(got) != 0 {

@@ -2,7 +2,6 @@ package memstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -24,58 +23,47 @@ func TestMemoryStorage(t *testing.T) {
 	})
 }
 
-// TestMemoryStorageAgainstMap runs random creates and deletes, enough to
-// split and merge the index many times, and checks every read and every
-// page against a map.
-func TestMemoryStorageAgainstMap(t *testing.T) {
+// TestMemoryStorageListMerge spreads plants over every shard, extreme
+// ids included, deletes some, and pages through them with limits from 1
+// to MaxListLimit, so that List merges and refills as many runs as there
+// are shards, checking every read and every page against a map. How a
+// shard's tree splits and merges under creates and deletes is
+// TestBTreeAgainstMap; conflicts and missing ids are storagetest's.
+func TestMemoryStorageListMerge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
 	s := memstore.New()
 	model := map[int64]plantstore.Plant{}
-	randomID := func() int64 {
-		switch r.IntN(100) {
+	for i := range 6000 {
+		id := r.Int64N(1<<20) - 1<<19
+		switch i % 1000 {
 		case 0:
-			return math.MinInt64 + r.Int64N(3)
+			id = math.MinInt64 + int64(i/1000)
 		case 1:
-			return math.MaxInt64 - r.Int64N(3)
+			id = math.MaxInt64 - int64(i/1000)
 		}
-		return r.Int64N(6000) - 3000
-	}
-	for step := range 40_000 {
-		id := randomID()
-		_, had := model[id]
-		// Lean towards creates first, then towards deletes, so the
-		// storage grows large and then shrinks.
-		if r.IntN(40_000) > step {
-			p := plantstore.Plant{ID: id, Name: fmt.Sprint("plant ", step)}
-			if step%3 == 0 {
-				p.Tag, p.HasTag = fmt.Sprint("tag ", step%7), true
-			}
-			err := s.Create(ctx, p)
-			switch {
-			case had && !errors.Is(err, plantstore.ErrConflict):
-				t.Fatalf("Create(%d) of a taken id = %v, want ErrConflict", id, err)
-			case !had && err != nil:
-				t.Fatalf("Create(%d) = %v, want nil", id, err)
-			case !had:
-				model[id] = p
-			}
-		} else {
-			err := s.Delete(ctx, id)
-			switch {
-			case had && err != nil:
-				t.Fatalf("Delete(%d) = %v, want nil", id, err)
-			case !had && !errors.Is(err, plantstore.ErrNotFound):
-				t.Fatalf("Delete(%d) of a missing id = %v, want ErrNotFound", id, err)
+		p := plantstore.Plant{ID: id, Name: fmt.Sprint("plant ", i)}
+		if i%3 == 0 {
+			p.Tag, p.HasTag = fmt.Sprint("tag ", i%7), true
+		}
+		if _, had := model[id]; had {
+			continue
+		}
+		if err := s.Create(ctx, p); err != nil {
+			t.Fatalf("Create(%d) = %v", id, err)
+		}
+		model[id] = p
+		if i%4 == 0 {
+			if err := s.Delete(ctx, id); err != nil {
+				t.Fatalf("Delete(%d) = %v", id, err)
 			}
 			delete(model, id)
 		}
-		if step%4000 == 0 {
-			checkAgainstMap(t, s, model, 1+r.IntN(plantstore.MaxListLimit))
-		}
 	}
-	checkAgainstMap(t, s, model, 7)
+	for _, limit := range []int{1, 7, 100, plantstore.MaxListLimit} {
+		checkAgainstMap(t, s, model, limit)
+	}
 }
 
 // checkAgainstMap reads every plant of model from s and pages through s

@@ -123,23 +123,38 @@ func checkServing(t *testing.T, srv *running) {
 }
 
 // TestSlowHeadersAreCutOff sends request headers one byte at a time, far
-// slower than ReadHeader allows: the server closes the connection before
-// they are complete, without answering, and keeps serving other clients.
-// With ReadHeader zero, Read bounds the headers.
+// slower than ReadHeader allows (Read when ReadHeader is zero), and a
+// create's body likewise after its headers, slower than Read allows: the
+// server closes the connection before the request is complete, answers no
+// success, stores nothing, and keeps serving other clients.
 func TestSlowHeadersAreCutOff(t *testing.T) {
 	t.Parallel()
+	const headers = "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n"
+	body := `{"id":1,"name":"trickled"}`
+	body += strings.Repeat(" ", 100-len(body))
 	for _, tt := range []struct {
-		name string
-		t    server.Timeouts
+		name       string
+		t          server.Timeouts
+		head, slow string // slow is what trickles, at one byte per 100 ms
+		what       string
 	}{
-		{"ReadHeader", server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Minute}},
-		{"Read when ReadHeader is zero", server.Timeouts{Read: 500 * time.Millisecond}},
+		{"headers/ReadHeader", server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Minute}, "", headers, "header"},
+		{"headers/Read when ReadHeader is zero", server.Timeouts{Read: 500 * time.Millisecond}, "", headers, "header"},
+		{"body", server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second},
+			"POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n" +
+				"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n", body, "body"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := start(t, echo, server.WithTimeouts(tt.t))
-			// At one byte per 100 ms the headers would take 7 s to send.
-			checkCutOff(t, srv, "", "POST / HTTP/1.1\r\nHost: plantstore\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n", "header")
+			ps := plantstore.New(memstore.New())
+			mux := http.NewServeMux()
+			mux.Handle("/plants", httpapi.New(ps, httpapi.WithTokens("tok")))
+			mux.Handle("/", echo)
+			srv := start(t, mux, server.WithTimeouts(tt.t))
+			checkCutOff(t, srv, tt.head, tt.slow, tt.what)
+			if _, err := ps.Plant(context.Background(), 1); !errors.Is(err, plantstore.ErrNotFound) {
+				t.Errorf("the plant of the cut-off request: %v, want it not stored", err)
+			}
 			checkServing(t, srv)
 		})
 	}
@@ -212,24 +227,6 @@ func TestUnreadAnswerIsCutOff(t *testing.T) {
 		t.Errorf("the server kept the connection whose answer went unread: %v after %d bytes", err, n)
 	}
 	checkServing(t, srv)
-}
-
-// TestSlowBodyIsCutOff sends a create's headers at once and trickles its
-// body, far slower than Read allows: the server closes the connection
-// before the body is complete, answers no success, and stores nothing.
-func TestSlowBodyIsCutOff(t *testing.T) {
-	t.Parallel()
-	ps := plantstore.New(memstore.New())
-	srv := start(t, httpapi.New(ps, httpapi.WithTokens("tok")),
-		server.WithTimeouts(server.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second}))
-	body := `{"id":1,"name":"trickled"}`
-	body += strings.Repeat(" ", 100-len(body))
-	// At one byte per 100 ms the body would take 10 s to send.
-	checkCutOff(t, srv, "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\n"+
-		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n", body, "body")
-	if _, err := ps.Plant(context.Background(), 1); !errors.Is(err, plantstore.ErrNotFound) {
-		t.Errorf("the plant of the cut-off body: %v, want it not stored", err)
-	}
 }
 
 // TestAnswersNetHTTPGivesItself lists the requests that net/http answers
