@@ -85,19 +85,24 @@ func TestAuthenticatorOutcomes(t *testing.T) {
 }
 
 // TestAuthenticatorSeesTheRequest accepts an API key in a header of its
-// own, with no Authorization header at all.
+// own, with no Authorization header at all, and callers by the TLS client
+// certificate they present, which the authenticator finds in the request.
 func TestAuthenticatorSeesTheRequest(t *testing.T) {
 	t.Parallel()
-	type seen struct{ Method, Path, Token string }
+	type seen struct{ Method, Path, Token, CN string }
 	var (
 		mu  sync.Mutex
 		got []seen
 	)
 	auth := httpapi.AuthenticatorFunc(func(r *http.Request, token string) error {
+		cn := ""
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			cn = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
 		mu.Lock()
-		got = append(got, seen{r.Method, r.URL.Path, token})
+		got = append(got, seen{r.Method, r.URL.Path, token, cn})
 		mu.Unlock()
-		if token == testToken || r.Header.Get("X-Api-Key") == "key-1" {
+		if token == testToken || r.Header.Get("X-Api-Key") == "key-1" || cn == "gardener" {
 			return nil
 		}
 		return errors.New("no valid credentials")
@@ -109,49 +114,22 @@ func TestAuthenticatorSeesTheRequest(t *testing.T) {
 		t.Errorf("with the token: %d %s, want 204", r.status, r.body)
 	}
 	e.do("GET", "/plants", map[string]string{"Authorization": "Basic dTpw", "X-Api-Key": "key-1"}, ``).wantError(t, 400, 401)
-	want := []seen{{"POST", "/plants", ""}, {"GET", "/plants/1", ""}, {"DELETE", "/plants/1", testToken}}
+	h := newHandler(nil, httpapi.WithAuthenticator(auth))
+	for _, cn := range []string{"gardener", "stranger"} {
+		req := httptest.NewRequest("GET", "https://plantstore.example/plants", nil) // with a TLS state
+		req.TLS.PeerCertificates = []*x509.Certificate{{Subject: pkix.Name{CommonName: cn}}}
+		if r := recorded(serve(h, req)); cn == "gardener" {
+			r.wantOK(t, "with the client certificate of %s", cn)
+		} else {
+			r.wantError(t, 400, 401)
+		}
+	}
+	want := []seen{{"POST", "/plants", "", ""}, {"GET", "/plants/1", "", ""}, {"DELETE", "/plants/1", testToken, ""},
+		{"GET", "/plants", "", "gardener"}, {"GET", "/plants", "", "stranger"}}
 	mu.Lock()
 	defer mu.Unlock()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests the authenticator saw (-want +got):\n%s", diff)
-	}
-}
-
-// TestAuthenticatorClientCertificate authenticates callers by the TLS
-// client certificate they present, which the authenticator finds in the
-// request it is given.
-func TestAuthenticatorClientCertificate(t *testing.T) {
-	t.Parallel()
-	auth := httpapi.AuthenticatorFunc(func(r *http.Request, _ string) error {
-		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			return errors.New("no client certificate")
-		}
-		switch cn := r.TLS.PeerCertificates[0].Subject.CommonName; cn {
-		case "gardener":
-			return nil
-		case "visitor":
-			return fmt.Errorf("%s may only look: %w", cn, httpapi.ErrForbidden)
-		default:
-			return errors.New("unknown client")
-		}
-	})
-	h := newHandler(nil, httpapi.WithAuthenticator(auth), httpapi.WithConventionalStatus())
-	for _, tt := range []struct {
-		cn         string
-		wantStatus int
-	}{
-		{"gardener", 200},
-		{"visitor", 403},
-		{"stranger", 401},
-		{"", 401},
-	} {
-		req := httptest.NewRequest("GET", "https://plantstore.example/plants", nil) // with a TLS state
-		if tt.cn != "" {
-			req.TLS.PeerCertificates = []*x509.Certificate{{Subject: pkix.Name{CommonName: tt.cn}}}
-		}
-		if got := serve(h, req).Code; got != tt.wantStatus {
-			t.Errorf("cn=%q: status = %d, want %d", tt.cn, got, tt.wantStatus)
-		}
 	}
 }
 
@@ -229,6 +207,17 @@ func TestCheckToken(t *testing.T) {
 	if a == b {
 		t.Errorf("NewToken() gave %q twice", a)
 	}
+}
+
+// panicMessage returns what f panics with, or "" when it does not.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprint(v)
+		}
+	}()
+	f()
+	return ""
 }
 
 // TestPanicsOnValuesThatCannotWork checks that Tokens, WithExtraTokens,

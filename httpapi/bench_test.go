@@ -103,13 +103,21 @@ func serveBench(b *testing.B, h http.Handler, c benchCase, first int) {
 	}
 	runtime.GC()
 	b.ReportAllocs()
-	start, ok := testkit.ProcessCPU()
+	defer reportCPU(b)()
 	for i := first + warmUp; b.Loop(); i++ {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, c.newRequest(i))
 	}
-	if end, ok2 := testkit.ProcessCPU(); ok && ok2 && b.N > 0 {
-		b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// reportCPU starts counting the CPU time of the whole process; the func it
+// returns reports it per op, as cpu-ns/op.
+func reportCPU(b *testing.B) func() {
+	start, ok := testkit.ProcessCPU()
+	return func() {
+		if end, ok2 := testkit.ProcessCPU(); ok && ok2 && b.N > 0 {
+			b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
 	}
 }
 
@@ -285,12 +293,9 @@ func BenchmarkMetrics(b *testing.B) {
 			h := httpapi.New(plantstore.New(memstore.New()),
 				append([]httpapi.Option{httpapi.InsecureWithoutAuthentication()}, tt.opts...)...)
 			b.ReportAllocs()
-			start, ok := testkit.ProcessCPU()
+			defer reportCPU(b)()
 			for b.Loop() {
 				h.ServeHTTP(w, req)
-			}
-			if end, ok2 := testkit.ProcessCPU(); ok && ok2 && b.N > 0 {
-				b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})
 	}

@@ -13,7 +13,9 @@ import (
 
 // TestCORS checks every CORS header of the answers to preflights and to
 // requests, from an allowed origin, another or none, with CORS on and off,
-// and of the handler's own 431, so that a browser script can read it.
+// and of the handler's own 401 and 431, so that a browser script can read
+// them. The headers of an answer that is no preflight do not depend on its
+// route: CORS wraps the whole router.
 func TestCORS(t *testing.T) {
 	t.Parallel()
 	const app = "https://app.example"
@@ -65,14 +67,8 @@ func TestCORS(t *testing.T) {
 			headers: hdr{"Origin": app, "Authorization": ""}, body: `{"id":2,"name":"x"}`,
 			wantStatus: 401, wantCode: 401, want: allowedActual,
 			reason: "CORS lets the script read the refusal, and bypasses nothing"},
-		{name: "list without a token", method: "GET", path: "/plants", origins: []string{app},
-			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
-		{name: "delete without a token", method: "DELETE", path: "/plants/1", origins: []string{app},
-			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 401, wantCode: 401, want: allowedActual},
 		{name: "list", method: "GET", path: "/plants", origins: []string{app},
 			headers: hdr{"Origin": app}, wantStatus: 200, want: allowedActual},
-		{name: "health", method: "GET", path: "/healthz", origins: []string{app},
-			headers: hdr{"Origin": app, "Authorization": ""}, wantStatus: 200, want: allowedActual},
 		{name: "list from another origin", method: "GET", path: "/plants", origins: []string{app},
 			headers: hdr{"Origin": "https://evil.example"}, wantStatus: 200, want: vary},
 		{name: "list without an origin", method: "GET", path: "/plants", origins: []string{app}, wantStatus: 200, want: vary},

@@ -11,9 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
@@ -60,29 +58,19 @@ func FuzzHandler(f *testing.F) {
 		authMode     uint8
 		method, path uint8
 	}{
+		// Bodies: what the decoder takes and refuses is FuzzDecode's, whose
+		// seeds hold every input of decodeTests; these seed each outcome of
+		// a create.
 		{`{"id":2,"name":"Aloe","tag":"succulent"}`, json, "", authValid, 0, 0},
 		{`{"id":2,"name":"Aloe"}`, json, "", authValid, 0, 0},
-		{`{"id":2,"name":"","tag":""}`, json, "", authValid, 0, 0},
 		{`{"id":1,"name":"again"}`, json, "", authValid, 0, 0},
-		{`{"id":-9223372036854775808,"name":"min"}`, json, "", authValid, 0, 0},
-		{`{"id":9223372036854775808,"name":"over"}`, json, "", authValid, 0, 0},
-		{`{"id":2e3,"name":"exp","tag":"t"}`, json, "", authValid, 0, 0},
-		{`{"id":20.50e1,"name":"fraction"}`, json, "", authValid, 0, 0},
-		{`{"id":-0.0,"name":"zero"}`, json, "", authValid, 0, 0},
 		{`{"id":3,"name":"a\u0000b"}`, json, "", authValid, 0, 0},
-		{`{"id":3,"name":"\ud83c\udf35\"\\\/\b\f\n\r\t","tag":"\u00e9"}`, json, "", authValid, 0, 0},
-		{`{"id":3,"name":"\ud800"}`, json, "", authValid, 0, 0},
-		{"{\"id\":3,\"name\":\"\xff\"}", json, "", authValid, 0, 0},
-		{`{"id":3,"name":"x","x":{"a":[1,{"b":null,"b":true}]}}`, json, "", authValid, 0, 0},
-		{`{"id":3,"name":"x","n\u0061me":"y"}`, json, "", authValid, 0, 0},
-		{`{"id":3,"name":"x","tag":null}`, json, "", authValid, 0, 0},
 		{`{"id":3,"name":"x"} `, "Application/JSON; charset=utf-8", "", authValid, 0, 0},
 		{`{"id":3,"name":"x"}`, "text/plain", "", authValid, 0, 0},
 		{`{"id":3,"name":"x"}`, json, "", authAbsent, 0, 0},
 		{`{"id":3,"name":"x"}`, json, "Basic dTpw", authFuzzed, 0, 0},
 		{`{"id":3,"name":"x"}`, json, "wrong-token", authBearer, 0, 0},
 		{`{"id":3,"name":"` + strings.Repeat("x", fuzzMaxBody) + `"}`, json, "", authValid, 0, 0},
-		{``, json, "", authValid, 0, 0},
 		{`[1]`, json, "", authValid, 0, 0},
 		{`{"id":3,"name":"x"}`, json, "", authValid, 3, 0},
 		{``, json, "", authValid, 2, 1},
@@ -195,33 +183,6 @@ func checkFuzzError(t *testing.T, what string, resp *http.Response, body []byte)
 		t.Fatalf("%s: error code %d for a client's request (body %s)", what, e.Error, body)
 	}
 	return int(e.Error)
-}
-
-// checkCreated checks that a 200 answer to a create is exactly the plant
-// sent, and that the plant is stored as sent.
-func checkCreated(t *testing.T, ps *plantstore.PlantStore, want plantstore.NewPlant, resp *http.Response, body []byte) {
-	t.Helper()
-	if ct := resp.Header.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json" {
-		t.Errorf("Content-Type %q, want application/json", ct)
-	}
-	var members map[string]string
-	if err := jsonv2.Unmarshal(body, &members); err != nil {
-		t.Fatalf("200 body %s is not an object of strings: %v", body, err)
-	}
-	wantMembers := map[string]string{"name": want.Name}
-	if want.HasTag {
-		wantMembers["tag"] = want.Tag
-	}
-	if diff := cmp.Diff(wantMembers, members); diff != "" {
-		t.Errorf("200 body %s is not the plant sent (-want +got):\n%s", body, diff)
-	}
-	stored, err := ps.Plant(context.Background(), want.ID)
-	if err != nil {
-		t.Fatalf("plant %d answered 200 but is not stored: %v", want.ID, err)
-	}
-	if diff := cmp.Diff(plantstore.Plant(want), stored); diff != "" {
-		t.Errorf("stored plant (-want +got):\n%s", diff)
-	}
 }
 
 // referenceNewPlant decides, independently of the handler's decoder,

@@ -1,31 +1,10 @@
 package httpapi_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-type listedPlant struct {
-	ID   int64   `json:"id"`
-	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
-}
-
-func (e *testEnv) list(query string) ([]listedPlant, response) {
-	e.t.Helper()
-	r := e.do("GET", "/plants"+query, nil, "")
-	if r.status != http.StatusOK {
-		return nil, r
-	}
-	var page []listedPlant
-	if err := json.Unmarshal(r.body, &page); err != nil || page == nil {
-		e.t.Fatalf("GET /plants%s: body %s is not a JSON array: %v", query, r.body, err)
-	}
-	return page, r
-}
 
 func TestList(t *testing.T) {
 	t.Parallel()

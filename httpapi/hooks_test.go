@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,23 +50,6 @@ func itoa(code int) string {
 	return strconv.Itoa(code)
 }
 
-// metricsHandler and docsHandler stand in for a host's metrics and API
-// reference; docsHandler answers /docs/unknown.js 404.
-var (
-	metricsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		io.WriteString(w, "plantstore_up 1\n")
-	})
-	docsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		if r.URL.Path == "/docs/unknown.js" {
-			http.NotFound(w, r)
-			return
-		}
-		io.WriteString(w, "docs at "+r.URL.Path)
-	})
-)
-
 // TestHooks checks the route, method and code the Served hook is told of
 // each kind of request, without and with an access log, which shares its
 // recorder; and that each answer carries back the client's X-Request-Id
@@ -74,13 +57,17 @@ var (
 // or an id are routed as sent, so they reach no plant. /metrics is behind
 // the token, /docs is not, and a name the docs handler answers 404 is
 // answered with the API's Error, without the headers of the text answer.
+// What the router answers itself needs no token: OPTIONS on a route is 204
+// with the methods it takes in Allow, a method it does not take the Error
+// 405 with the same Allow. WithConventionalStatus answers each Error with
+// its code as the status.
 func TestHooks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		method, path string
 		headers      hdr
 		body         string
-		status       int    // 400: the Error of served's code
+		status       int    // 400: the Error of served's code, which WithConventionalStatus makes the status
 		served       string // "METHOD route code", as servedLog keeps it
 		answer       string // the body of a 200 from metrics or docs
 	}{
@@ -123,13 +110,34 @@ func TestHooks(t *testing.T) {
 		{"GET", "/docs/", nil, "", 400, "GET other 404", ""},
 		{"GET", "/docs/a/b", nil, "", 400, "GET other 404", ""},
 		{"GET", "/docs/unknown.js", noToken, "", 400, "GET /docs/{name} 404", ""},
+		{"OPTIONS", "/plants", noToken, "", 204, "OPTIONS /plants ok", ""},
+		{"OPTIONS", "/plants/x", noToken, "", 204, "OPTIONS /plants/{id} ok", ""}, // a bad id
+		{"OPTIONS", "/openapi.json", noToken, "", 204, "OPTIONS /openapi.json ok", ""},
+		{"OPTIONS", "/healthz", noToken, "", 204, "OPTIONS /healthz ok", ""},
+		{"OPTIONS", "/readyz", noToken, "", 204, "OPTIONS /readyz ok", ""},
+		{"OPTIONS", "/nowhere", noToken, "", 400, "OPTIONS other 404", ""},
+		{"OPTIONS", "/plants/", noToken, "", 400, "OPTIONS other 404", ""}, // a trailing slash
+		{"POST", "/plants/", noToken, "", 400, "POST other 404", ""},
+		{"POST", "/Plants", noToken, "", 400, "POST other 404", ""}, // paths are case-sensitive
+		{"POST", "/plants/1", noToken, "", 400, "POST /plants/{id} 405", ""},
+		{"PATCH", "/plants/1", noToken, "", 400, "PATCH /plants/{id} 405", ""},
 	}
-	for _, accessLog := range []string{"off", "on"} {
-		t.Run("log="+accessLog, func(t *testing.T) {
+	routes := map[string]httpapi.Route{}
+	for _, rt := range httpapi.Routes() {
+		routes[rt.String()] = rt
+	}
+	for _, variant := range []struct {
+		name                    string
+		accessLog, conventional bool
+	}{{"log=off", false, false}, {"log=on/conventional", true, true}} {
+		t.Run(variant.name, func(t *testing.T) {
 			var l servedLog
 			opts := []httpapi.Option{httpapi.WithHooks(l.hooks()), httpapi.WithMetricsHandler(metricsHandler), httpapi.WithDocs(docsHandler)}
-			if accessLog == "on" {
+			if variant.accessLog {
 				opts = append(opts, httpapi.WithAccessLog(io.Discard, httpapi.AccessLog{}))
+			}
+			if variant.conventional {
+				opts = append(opts, httpapi.WithConventionalStatus())
 			}
 			e := newEnv(t, nil, opts...)
 			var want []string
@@ -137,15 +145,30 @@ func TestHooks(t *testing.T) {
 				headers := hdr{"X-Request-Id": "client-" + strconv.Itoa(i)}
 				maps.Copy(headers, tt.headers)
 				r := e.do(tt.method, tt.path, headers, tt.body)
-				if r.status != tt.status || tt.answer != "" && string(r.body) != tt.answer {
-					t.Fatalf("%s %s = %d %q, want %d %q", tt.method, tt.path, r.status, r.body, tt.status, tt.answer)
+				fields := strings.Fields(tt.served) // method, route, code
+				code, _ := strconv.Atoi(fields[2])
+				status := tt.status
+				if status == 400 && variant.conventional {
+					status = code
+				}
+				if r.status != status || tt.answer != "" && string(r.body) != tt.answer {
+					t.Fatalf("%s %s = %d %q, want %d %q", tt.method, tt.path, r.status, r.body, status, tt.answer)
 				}
 				if tt.status == 400 {
-					code, _ := strconv.Atoi(tt.served[strings.LastIndex(tt.served, " ")+1:])
-					r.wantError(t, 400, code)
+					r.wantError(t, status, code)
 					if v := r.header.Get("X-Content-Type-Options"); v != "" {
 						t.Errorf("%s %s: the Error carries X-Content-Type-Options %q", tt.method, tt.path, v)
 					}
+				}
+				// Allow names the route's methods, HEAD and OPTIONS.
+				wantAllow := ""
+				if tt.method == "OPTIONS" && tt.status == 204 || code == 405 {
+					methods := append(routes[fields[1]].Methods(), "HEAD", "OPTIONS")
+					slices.Sort(methods)
+					wantAllow = strings.Join(methods, ", ")
+				}
+				if got := r.header.Get("Allow"); got != wantAllow {
+					t.Errorf("%s %s: Allow = %q, want %q", tt.method, tt.path, got, wantAllow)
 				}
 				want = append(want, tt.served)
 			}

@@ -175,9 +175,7 @@ func TestPrefixRoutes(t *testing.T) {
 	ps := plantstore.New(memstore.New())
 	h := httpapi.New(ps, httpapi.WithTokens(testToken), httpapi.WithPrefix("/api/"))
 	for _, path := range []string{"/plants", "/healthz", "/apiplants", "/api", "/openapi.json"} {
-		if rec := serve(h, newRequest("GET", path, nil, nil)); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"error":404`) {
-			t.Errorf("GET %s under /api = %d %s, want the Error 404", path, rec.Code, rec.Body)
-		}
+		recorded(serve(h, newRequest("GET", path, nil, nil))).wantError(t, 400, 404)
 	}
 	for _, p := range []string{"", "/"} {
 		root := httpapi.New(ps, httpapi.WithPrefix(p))

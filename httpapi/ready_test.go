@@ -58,8 +58,9 @@ func (s *probedStorage) ProbeWrite(ctx context.Context) error {
 	return nil
 }
 
-// TestReadyzFollowsWrites shows GET /readyz turning 503 once creates fail
-// for want of the storage, though the storage still answers pings, and 200
+// TestReadyzFollowsWrites shows GET /readyz turning 503, saying when to
+// come back, once creates fail for want of the storage, though the storage
+// still answers pings, and 200
 // again as soon as a write probe succeeds, with no client write. When
 // plantstore.Ready pings and when it probes is the root package's
 // TestReady.
@@ -70,8 +71,12 @@ func TestReadyzFollowsWrites(t *testing.T) {
 	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz")
 	s.writesDown.Store(true)
 	e.do("POST", "/plants", nil, `{"id":1,"name":"Fern"}`).wantError(t, 400, 503)
-	if w := e.do("GET", "/readyz", noToken, ``).wantError(t, 400, 503); !strings.Contains(w.Message, "cannot take writes") {
+	r := e.do("GET", "/readyz", noToken, ``)
+	if w := r.wantError(t, 400, 503); !strings.Contains(w.Message, "cannot take writes") {
 		t.Errorf("GET /readyz message = %q, want one saying the storage cannot take writes", w.Message)
+	}
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("GET /readyz with writes failing: Retry-After = %q, want 1", got)
 	}
 	s.writesDown.Store(false)
 	e.do("GET", "/readyz", noToken, ``).wantOK(t, "GET /readyz once writes work")

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +17,6 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
-
-// generatedID is the form of a request id the handler makes up.
-var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // TestRequestIDFromClient checks which ids a client sends are kept, and
 // that ids generated in their stead are 32 hex digits, each new.
