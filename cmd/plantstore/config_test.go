@@ -132,7 +132,7 @@ func TestEnvironmentReachesFlagsAddedLater(t *testing.T) {
 
 // TestHelp checks that -h prints the usage, which mentions every flag and
 // its variable, and -version the Go version (the rest is
-// TestProcessVersion's), on stdout, and that a command's -h prints the
+// TestProcessExits'), on stdout, and that a command's -h prints the
 // command's usage on stderr; none does anything else.
 func TestHelp(t *testing.T) {
 	t.Parallel()

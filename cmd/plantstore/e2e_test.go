@@ -193,47 +193,30 @@ func TestProcessConfiguredByEnvironment(t *testing.T) {
 	}
 }
 
-// TestProcessVersion checks -version against what go version -m reads
-// from the same binary: plantstore, the module versions and the revision.
-func TestProcessVersion(t *testing.T) {
+// TestProcessExits checks the exit status and the output of a command
+// line, or a variable, that cannot run, and of -h and -version, which
+// prints what go version -m reads from the same binary: plantstore, the
+// module versions and the revision.
+func TestProcessExits(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
-	stdout, stderr, err := testkit.Run(t, bin, testkit.Env(), "-version")
-	if err != nil {
-		t.Fatalf("plantstore -version: %v\n%s", err, stderr)
-	}
 	out, err := exec.Command("go", "version", "-m", bin).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []string
+	version := []string{"plantstore "}
 	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 3 && f[0] == "mod":
-			want = append(want, f[1]+" "+f[2]) // module path and version
+			version = append(version, f[1]+" "+f[2]) // module path and version
 		case len(f) == 2 && strings.HasPrefix(f[1], "vcs.revision="):
-			want = append(want, strings.TrimPrefix(f[1], "vcs.revision="))
+			version = append(version, strings.TrimPrefix(f[1], "vcs.revision="))
 		}
 	}
-	if len(want) == 0 {
+	if len(version) == 1 {
 		t.Fatalf("go version -m shows no module:\n%s", out)
 	}
-	if !strings.HasPrefix(stdout, "plantstore ") {
-		t.Errorf("-version printed %q, want it to begin with plantstore", stdout)
-	}
-	for _, w := range want {
-		if !strings.Contains(stdout, w) {
-			t.Errorf("-version printed %q, want it to hold %q", stdout, w)
-		}
-	}
-}
-
-// TestProcessUsageErrors checks the exit status and the message of a
-// command line, or a variable, that cannot run.
-func TestProcessUsageErrors(t *testing.T) {
-	t.Parallel()
-	bin := binary(t)
 	tests := []struct {
 		name       string
 		env        []string
@@ -242,24 +225,26 @@ func TestProcessUsageErrors(t *testing.T) {
 		// wantStderr is all of stderr: main's one line is what the
 		// operator reads, so the text is the interface here.
 		wantStderr string
+		wantStdout []string // stdout begins with the first and holds the rest
 	}{
-		{"unknown flag", nil, []string{"-bogus"}, 2, "plantstore: flag provided but not defined: -bogus; see plantstore -h\n"},
-		{"bad variable", []string{"PLANTSTORE_MAX_BODY=lots"}, nil, 1, "plantstore: invalid value \"lots\" in PLANTSTORE_MAX_BODY (the variable of -max-body): parse error\n"},
-		{"help", nil, []string{"-h"}, 0, ""},
+		{"unknown flag", nil, []string{"-bogus"}, 2, "plantstore: flag provided but not defined: -bogus; see plantstore -h\n", nil},
+		{"bad variable", []string{"PLANTSTORE_MAX_BODY=lots"}, nil, 1, "plantstore: invalid value \"lots\" in PLANTSTORE_MAX_BODY (the variable of -max-body): parse error\n", nil},
+		{"help", nil, []string{"-h"}, 0, "", []string{"Usage: plantstore"}},
+		{"version", nil, []string{"-version"}, 0, "", version},
 		// A flag given without the one it needs, as a command line that
 		// does not parse.
 		{"certificate without key", nil, []string{"-tls-cert", "cert.pem"}, 2,
-			"plantstore: -tls-cert: needs -tls-key, the file of its private key; see plantstore -h\n"},
+			"plantstore: -tls-cert: needs -tls-key, the file of its private key; see plantstore -h\n", nil},
 		{"key without certificate", []string{"PLANTSTORE_TLS_KEY=key.pem"}, nil, 2,
-			"plantstore: PLANTSTORE_TLS_KEY: needs -tls-cert, the file of its certificate; see plantstore -h\n"},
+			"plantstore: PLANTSTORE_TLS_KEY: needs -tls-cert, the file of its certificate; see plantstore -h\n", nil},
 		{"pprof without metrics address", nil, []string{"-pprof"}, 2,
-			"plantstore: -pprof: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
+			"plantstore: -pprof: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n", nil},
 		{"pprof from the environment", []string{"PLANTSTORE_PPROF=true"}, nil, 2,
-			"plantstore: PLANTSTORE_PPROF: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n"},
+			"plantstore: PLANTSTORE_PPROF: needs -metrics-addr: profiles are served there, never on -addr; see plantstore -h\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), append([]string{"-db", "memory"}, tt.args...)...)
+			stdout, stderr, err := testkit.Run(t, bin, testkit.Env(tt.env...), append([]string{"-db", "memory"}, tt.args...)...)
 			status := 0
 			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 				status = ee.ExitCode()
@@ -271,6 +256,11 @@ func TestProcessUsageErrors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantStderr, stderr); diff != "" {
 				t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+			}
+			for i, w := range tt.wantStdout {
+				if i == 0 && !strings.HasPrefix(stdout, w) || !strings.Contains(stdout, w) {
+					t.Errorf("stdout %q, want it to hold %q", stdout, w)
+				}
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/plantstore/plantstore/httpapi"
 	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/server"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // startRun starts run in-process and returns its base URL and a function
@@ -82,21 +83,44 @@ func post(t *testing.T, url, token, body string) (int, string) {
 // TestRunRejectsBadFlags checks settings that stop run before it serves:
 // it returns an error, a *flagError naming the flag or the variable to fix
 // where there is one, having printed no token, created no database and
-// shown no secret of its settings (a -db's password, a token).
+// shown no secret of its settings (a -db's password, a token, a webhook
+// secret). A port another process holds fails the start as well, naming
+// -addr or -metrics-addr; that error is the last log line, flushed before
+// run returns, so that main does not print it again. A webhook secret
+// shorter than webhook.MinKeyBytes is refused from the variable or from
+// the file, which beats it; what else a file may not hold is webhook's
+// TestReadSecretFile.
 func TestRunRejectsBadFlags(t *testing.T) {
 	t.Parallel()
-	type badRun struct {
-		name     string
-		args     []string
-		env      map[string]string
-		wantErr  error  // matched with errors.Is; nil to check only the rest
-		wantFlag string // the flag a *flagError names; "" when none is wanted
-		wantName string // how the *flagError names it: "-"+wantFlag when ""
-		wantText string // in the error
-		wantLog  string // in the log
-		secret   string // in neither the error, stdout nor the log
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer taken.Close()
+	type badRun struct {
+		name       string
+		args       []string // DIR: a new directory, which must stay empty; TAKEN: a port in use; FILE: file
+		env        map[string]string
+		file       string // what FILE holds
+		wantErr    error  // matched with errors.Is; nil to check only the rest
+		wantFlag   string // the flag a *flagError names; "" when none is wanted
+		wantName   string // how the *flagError names it: "-"+wantFlag when ""
+		wantText   string // in the error; FILE as in args
+		wantPrefix string // what the error begins with
+		wantLog    string // in the log
+		secret     string // in neither the error, stdout nor the log
+		logged     bool   // the error is a loggedError, and the last line of the JSON log
+	}
+	const weak = "s3cre"
 	tests := []badRun{
+		{name: "-addr taken", args: []string{"-db", "DIR/plants.db", "-log-format", "json", "-addr", "TAKEN"},
+			wantErr: syscall.EADDRINUSE, wantPrefix: "-addr: ", logged: true},
+		{name: "-metrics-addr taken", args: []string{"-db", "DIR/plants.db", "-log-format", "json", "-metrics-addr", "TAKEN"},
+			wantErr: syscall.EADDRINUSE, wantPrefix: "-metrics-addr: ", logged: true},
+		{name: "weak webhook secret in the variable", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook"},
+			env: map[string]string{"PLANTSTORE_WEBHOOK_SECRET": weak}, wantErr: webhook.ErrSecret, wantPrefix: "PLANTSTORE_WEBHOOK_SECRET: ", secret: weak},
+		{name: "weak webhook secret in the file", args: []string{"-db", "DIR/plants.db", "-webhook", "http://127.0.0.1:1/hook", "-webhook-secret-file", "FILE"},
+			env: map[string]string{"PLANTSTORE_WEBHOOK_SECRET": testkit.WebhookSecret}, file: weak + "\n", wantErr: webhook.ErrSecret, wantText: "FILE", secret: weak},
 		{name: "unknown db form", args: []string{"-db", "mysql://x"}, wantErr: errDBForm},
 		{name: "bare word db", args: []string{"-db", "plants"}, wantErr: errDBForm},
 		{name: "extra argument", args: []string{"serve"}, wantErr: errBadArgs},
@@ -140,18 +164,31 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			var args []string
+			dir, file := t.TempDir(), filepath.Join(t.TempDir(), "secret")
+			testkit.WriteFile(t, file, tt.file)
+			replacer := strings.NewReplacer("DIR", dir, "TAKEN", taken.Addr().String(), "FILE", file)
+			args := []string{"-addr", "127.0.0.1:0"}
 			for _, a := range tt.args {
-				args = append(args, strings.ReplaceAll(a, "DIR", dir))
+				args = append(args, replacer.Replace(a))
 			}
+			// A row that starts serving ends, as run without error, instead of hanging.
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
 			var stdout, stderr testkit.Buffer
-			err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), func(k string) string { return tt.env[k] }, &stdout, &stderr)
+			err := run(ctx, args, func(k string) string { return tt.env[k] }, &stdout, &stderr)
 			if err == nil {
 				t.Fatal("run = nil, want an error")
 			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Errorf("run = %v, want %v", err, tt.wantErr)
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) || !strings.HasPrefix(err.Error(), tt.wantPrefix) {
+				t.Errorf("run = %v, want %v beginning %q", err, tt.wantErr, tt.wantPrefix)
+			}
+			if tt.logged {
+				// The log line is what the operator reads: run's error, word for word.
+				lines := jsonLines(t, stderr.String())
+				last := lines[len(lines)-1]
+				if _, ok := errors.AsType[loggedError](err); !ok || last["level"] != "ERROR" || last["msg"] != "plantstore failed" || last["err"] != err.Error() {
+					t.Errorf("run = %#v, last log line %v; want a loggedError, logged last at level ERROR", err, last)
+				}
 			}
 			if name := tt.wantName; name != "" || tt.wantFlag != "" {
 				if name == "" {
@@ -161,7 +198,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 					t.Errorf("run = %v, want a *flagError for %s", err, name)
 				}
 			}
-			if !strings.Contains(err.Error(), tt.wantText) || !strings.Contains(stderr.String(), tt.wantLog) {
+			if !strings.Contains(err.Error(), replacer.Replace(tt.wantText)) || !strings.Contains(stderr.String(), tt.wantLog) {
 				t.Errorf("run = %v, logging %q; want the error to say %q and the log %q", err, stderr.String(), tt.wantText, tt.wantLog)
 			}
 			for _, out := range []string{err.Error(), stdout.String(), stderr.String()} {
@@ -268,48 +305,5 @@ func TestFlagsReachTheHandler(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "file-token") {
 		t.Errorf("the log holds a token:\n%s", stderr)
-	}
-}
-
-// TestFailedBindLeavesNothing starts the binary on a port another process
-// holds: it fails, naming -addr or -metrics-addr, before it creates a
-// database or prints a token as if it were serving, and its error is the
-// last log line, flushed before run returns, so that main does not print
-// it again.
-func TestFailedBindLeavesNothing(t *testing.T) {
-	t.Parallel()
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	dir := t.TempDir()
-	for _, tt := range []struct {
-		flag string // the one given the taken port
-		args []string
-	}{
-		{"-addr", []string{"-addr", taken.Addr().String()}},
-		{"-metrics-addr", []string{"-addr", "127.0.0.1:0", "-metrics-addr", taken.Addr().String()}},
-	} {
-		var stdout, stderr testkit.Buffer
-		args := append(tt.args, "-db", filepath.Join(dir, "plants.db"), "-log-format", "json")
-		err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr)
-		if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), tt.flag+":") {
-			t.Fatalf("run %v = %v, want EADDRINUSE naming %s", args, err, tt.flag)
-		}
-		if _, ok := errors.AsType[loggedError](err); !ok {
-			t.Errorf("run %v = %#v, want a loggedError", args, err)
-		}
-		// The log line is what the operator reads: run's error, word for word.
-		lines := jsonLines(t, stderr.String())
-		if last := lines[len(lines)-1]; last["level"] != "ERROR" || last["msg"] != "plantstore failed" || last["err"] != err.Error() {
-			t.Errorf("run %v: last log line = %v, want run's error %q at level ERROR", args, last, err)
-		}
-		if out := stdout.String(); strings.Contains(out, "Bearer") || strings.Contains(out, "listening") {
-			t.Errorf("run %v printed, failing:\n%s", args, out)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-			t.Errorf("run %v left %v behind", args, entries)
-		}
 	}
 }

@@ -141,36 +141,68 @@ func nobodyDir(t *testing.T, perm os.FileMode) string {
 	return dir
 }
 
-// TestStartupRefusesForeignFilesUnchanged starts the binary on another
-// application's SQLite file: it exits with status 1, logs run's error, and
-// leaves the file as it was. The kinds of foreign file are sqlstore's
-// TestPrepareSQLiteFileRefuses.
-func TestStartupRefusesForeignFilesUnchanged(t *testing.T) {
+// TestStartupRefusesUnusableFiles starts the binary on a SQLite file it
+// cannot serve: another application's, exiting with status 1, and one whose
+// filesystem filled up while it was stopped, exiting at once with status 3
+// and saying the directory is full, instead of failing on "disk I/O error"
+// at every restart. Either way its one log line says why; the foreign file
+// stays as it was, and the line is run's error, word for word. The kinds
+// of foreign file are sqlstore's TestPrepareSQLiteFileRefuses; the full
+// disk's message, and its file opening, with its plants, once space is
+// freed, sqlstore's TestOpenSQLiteOnAFullDisk.
+func TestStartupRefusesUnusableFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "p.db")
-	// SQLite with a plants table of its own.
-	writeSQLite(t, path, `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
-		`INSERT INTO plants VALUES (1, 'fern')`)
-	before := dirtest.Snapshot(t, dir)
-
-	o := runBinary(t, false, "-db", path)
-	if o.listening || o.code != 1 {
-		t.Fatalf("plantstore on a foreign file: listening %v, exit code %d, want exit code 1\n%s", o.listening, o.code, o.stderr)
-	}
-	logged := startupFailure(t, o.stderr)
-	if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
-		t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
-	}
-
-	// The same run in-process, for the error's identity: the binary logs
-	// that error, word for word.
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
-	if !errors.Is(err, sqlstore.ErrNotPlantstore) || errors.Is(err, plantstore.ErrUnavailable) {
-		t.Errorf("run = %v, want sqlstore.ErrNotPlantstore and not ErrUnavailable", err)
-	}
-	if err != nil && logged != err.Error() {
-		t.Errorf("the binary logged %q, want run's error %q", logged, err)
+	for _, tt := range []struct {
+		name     string
+		setup    func(t *testing.T) (dir string) // writes dir/p.db
+		wantCode int
+		wantText string // in the logged error; DIR is the directory
+		// wantErr, when not nil, is what run in-process returns on the same
+		// file, the error logged, and the file is left as it was.
+		wantErr error
+	}{
+		{"foreign file", func(t *testing.T) string {
+			dir := t.TempDir()
+			// SQLite with a plants table of its own.
+			writeSQLite(t, filepath.Join(dir, "p.db"), `CREATE TABLE plants (id INTEGER PRIMARY KEY, species TEXT)`,
+				`INSERT INTO plants VALUES (1, 'fern')`)
+			return dir
+		}, 1, "", sqlstore.ErrNotPlantstore},
+		{"full disk", func(t *testing.T) string {
+			dir := dirtest.Tmpfs(t, 2<<20)
+			writePlantstoreDB(t, filepath.Join(dir, "p.db"))
+			dirtest.Fill(t, dir)
+			return dir
+		}, 3, "database directory DIR is full: ", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := tt.setup(t)
+			path := filepath.Join(dir, "p.db")
+			before := dirtest.Snapshot(t, dir)
+			o := runBinary(t, false, "-db", path)
+			if o.listening || o.code != tt.wantCode {
+				t.Fatalf("plantstore: listening %v, exit code %d, want exit code %d\n%s", o.listening, o.code, tt.wantCode, o.stderr)
+			}
+			logged := startupFailure(t, o.stderr)
+			if want := strings.ReplaceAll(tt.wantText, "DIR", dir); !strings.Contains(logged, want) {
+				t.Errorf("the logged error %q does not say %q", logged, want)
+			}
+			if tt.wantErr == nil {
+				return
+			}
+			if diff := cmp.Diff(before, dirtest.Snapshot(t, dir)); diff != "" {
+				t.Errorf("files changed by a refused start (-want +got):\n%s", diff)
+			}
+			// The same run in-process, for the error's identity.
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", path}, func(string) string { return "" }, &testkit.Buffer{}, &testkit.Buffer{})
+			if !errors.Is(err, tt.wantErr) || errors.Is(err, plantstore.ErrUnavailable) {
+				t.Errorf("run = %v, want %v and not ErrUnavailable", err, tt.wantErr)
+			}
+			if err != nil && logged != err.Error() {
+				t.Errorf("the binary logged %q, want run's error %q", logged, err)
+			}
+		})
 	}
 }
 

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,55 +68,6 @@ func TestRunDeliversWebhooks(t *testing.T) {
 		depth := find(t, mfs, "plantstore_webhook_outbox_depth", nil).GetGauge().GetValue()
 		return delivered == n && depth == 0
 	})
-}
-
-// TestRunRefusesAWeakWebhookSecret checks that a signing secret with a
-// key shorter than webhook.MinKeyBytes, in the variable or in the file,
-// which beats it, stops the binary before it opens the database, with an
-// error naming where the secret came from and how to make a good one, and
-// without the secret. What else a file may not hold is webhook's
-// TestReadSecretFile.
-func TestRunRefusesAWeakWebhookSecret(t *testing.T) {
-	t.Parallel()
-	const weak = "s3cre"
-	for _, tt := range []struct {
-		name string
-		env  string // PLANTSTORE_WEBHOOK_SECRET
-		file string // -webhook-secret-file's contents; none when ""
-	}{
-		{name: "5 bytes in the variable", env: weak},
-		{name: "5 bytes in the file", env: testkit.WebhookSecret, file: weak + "\n"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", "http://127.0.0.1:1/hook"}
-			file := filepath.Join(dir, "secret")
-			if tt.file != "" {
-				testkit.WriteFile(t, file, tt.file)
-				args = append(args, "-webhook-secret-file", file)
-			}
-			var stdout, stderr testkit.Buffer
-			err := run(context.Background(), args, func(k string) string {
-				return map[string]string{"PLANTSTORE_WEBHOOK_SECRET": tt.env, "PLANTSTORE_TOKENS": "tok"}[k]
-			}, &stdout, &stderr)
-			if !errors.Is(err, webhook.ErrSecret) {
-				t.Fatalf("run = %v, want %v", err, webhook.ErrSecret)
-			}
-			if fe, ok := errors.AsType[*webhook.SecretFileError](err); tt.file != "" && (!ok || fe.Path != file || !strings.Contains(err.Error(), file)) {
-				t.Errorf("run = %v, want a *webhook.SecretFileError naming file %q", err, file)
-			} else if tt.file == "" && !strings.HasPrefix(err.Error(), "PLANTSTORE_WEBHOOK_SECRET: ") {
-				t.Errorf("run = %v, want it to name PLANTSTORE_WEBHOOK_SECRET", err)
-			}
-			// The log is text the operator reads: only its text can tell
-			// that it does not show the secret.
-			if strings.Contains(stderr.String(), weak) {
-				t.Errorf("the log shows the secret:\n%s", stderr.String())
-			}
-			if _, err := os.Stat(filepath.Join(dir, "plants.db")); err == nil {
-				t.Error("the failed run created the database")
-			}
-		})
-	}
 }
 
 // TestRunBoundsTheDatabaseOutbox runs the binary on SQLite with
