@@ -116,13 +116,7 @@ func TestFailover(t *testing.T) {
 	waitFor("GET /readyz to answer 200 after the promotion", func() bool { return seen(0, promoted) })
 	l.halt()
 	stopProbes()
-	for i, p := range procs {
-		select {
-		case <-p.Exited():
-			t.Fatalf("instance %d exited during the failover: %v", i, p.Err())
-		default:
-		}
-	}
+	checkRunning(t, procs, "the failover")
 
 	stored := testkit.Plants(t, client, procs[0].URL, token)
 	var (

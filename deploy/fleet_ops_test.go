@@ -27,7 +27,8 @@ import (
 // The request ids: a request's X-Request-Id is the same in HAProxy's log,
 // in the instance's access log and in the answer: a client's own when
 // plantstore would keep it, else a UUID HAProxy makes; and HAProxy's own
-// answers carry one too (last: it stops the instances).
+// answers carry one too (last: it stops the instances), an error 503 that
+// no instance made.
 func TestMemoryFleet(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, "memory")
@@ -114,6 +115,9 @@ func TestMemoryFleet(t *testing.T) {
 		})
 		if id := requestID(t, f.url, "trace-nobody"); id != "trace-nobody" {
 			t.Errorf("HAProxy's error 503 carries X-Request-Id %q, want the client's", id)
+		}
+		if c := send(f.url, -1); c.code != 503 {
+			t.Errorf("%v with every instance down; want HAProxy's error 503", c)
 		}
 		waitLogged(t, "HAProxy's log", ` 503 .*"GET /plants/1 HTTP/1.1" trace-nobody$`, f.file("haproxy.log"))
 	})

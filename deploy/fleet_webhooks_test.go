@@ -76,7 +76,7 @@ func waitOutboxEmpty(t *testing.T, db *sql.DB, limit time.Duration) {
 // with a plain URL, and checks that creates spread over them, 16 at a
 // time, are all acknowledged and stored, and reach the subscriber once
 // each: the instances share the outbox. (The library's
-// TestDispatchersShareOutbox and TestExpiredLeaseGoesToAnotherDispatcher
+// TestOutageTakesNoLiveTwinsLeases and TestExpiredLeaseGoesToAnotherDispatcher
 // check the sharing and a lease left by a dead instance.)
 func TestFleetDeliversEachWebhookOnce(t *testing.T) {
 	t.Parallel()
@@ -140,8 +140,7 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 	t.Parallel()
 	dsn, db := newPostgresDatabase(t)
 	recv := newHookReceiver(t)
-	hold := make(chan struct{})
-	recv.hold = hold
+	recv.hold = make(chan struct{})
 	const lease = 2 * time.Second
 	a := startInstances(t, dsn, recv, 1, t.TempDir(), "-webhook-lease", lease.String())[0]
 	const n = 50
@@ -149,31 +148,19 @@ func TestFleetRedeliversAfterKill(t *testing.T) {
 	// a has claimed deliveries and sent some; the receiver holds them.
 	var leased int
 	testkit.WaitUntil(t, time.Minute, "a to hold leased deliveries in flight", func() bool {
-		recv.mu.Lock()
-		active := recv.active
-		recv.mu.Unlock()
 		err := db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE lease_us > $1`, time.Now().UnixMicro()).Scan(&leased)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return active > 0 && leased > 0
+		return recv.held() > 0 && leased > 0
 	})
-	recv.mu.Lock()
-	inFlight := recv.active
-	recv.mu.Unlock()
+	inFlight := recv.held()
 	a.Cmd.Process.Signal(syscall.SIGKILL)
 	<-a.Exited()
 	// The receiver lets go of a's requests as their connections close,
 	// without answering them; from then on it answers at once.
-	testkit.WaitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool {
-		recv.mu.Lock()
-		defer recv.mu.Unlock()
-		return recv.active == 0
-	})
-	recv.mu.Lock()
-	recv.hold = nil
-	recv.mu.Unlock()
-	close(hold)
+	testkit.WaitUntil(t, time.Minute, "the receiver to drop a's requests", func() bool { return recv.held() == 0 })
+	recv.release()
 	if missing := recv.undelivered(ids); len(missing) != n {
 		t.Fatalf("%d plants delivered before the kill, want none: the receiver held every request", n-len(missing))
 	}
@@ -281,11 +268,5 @@ func TestFleetSurvivesAStoppedInstance(t *testing.T) {
 	if len(undelivered) > 0 {
 		t.Errorf("%d acknowledged creates not delivered (e.g. %v), want none", len(undelivered), undelivered[:min(len(undelivered), 10)])
 	}
-	for _, p := range procs {
-		select {
-		case <-p.Exited():
-			t.Errorf("an instance exited: %v\n%s", p.Err(), p.Stderr)
-		default:
-		}
-	}
+	checkRunning(t, procs, "the pauses")
 }

@@ -87,6 +87,21 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// held returns the number of deliveries being held.
+func (h *hookReceiver) held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.active
+}
+
+// release lets the deliveries held go, and answers the next at once.
+func (h *hookReceiver) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.hold)
+	h.hold = nil
+}
+
 // undelivered returns the ids of ids no delivery has named.
 func (h *hookReceiver) undelivered(ids []int64) []int64 {
 	h.mu.Lock()
@@ -154,6 +169,19 @@ func startInstances(t *testing.T, db string, recv *hookReceiver, n int, dir stri
 		procs = append(procs, testkit.StartCmd(t, cmd))
 	}
 	return procs
+}
+
+// checkRunning fails the test, naming what it was doing, when an instance
+// of procs has exited.
+func checkRunning(t *testing.T, procs []*testkit.Process, during string) {
+	t.Helper()
+	for i, p := range procs {
+		select {
+		case <-p.Exited():
+			t.Fatalf("instance %d exited during %s: %v\n%s", i+1, during, p.Err(), p.Stderr)
+		default:
+		}
+	}
 }
 
 // errorLines returns the lines at level ERROR of the instances' logs in

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/pgtest"
 	"github.com/plantstore/plantstore/internal/testkit"
 )
 
@@ -27,9 +27,6 @@ const (
 	patroniLoopWait     = 2
 	patroniRetryTimeout = 4
 )
-
-// pgBinDir holds PostgreSQL's server programs.
-const pgBinDir = "/usr/lib/postgresql/15/bin"
 
 // A daemon is a long-running process the test started.
 type daemon struct {
@@ -106,24 +103,6 @@ func (d *daemon) tail() string {
 	return string(b)
 }
 
-// postgresCredential returns the credential to run PostgreSQL, Patroni and
-// PgBouncer as: the postgres user's when the test runs as root, which they
-// refuse to run as, else nil (the test's own user). It skips the test when
-// running as root without a postgres user.
-func postgresCredential(t *testing.T) *syscall.Credential {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		t.Skipf("SKIPPING: running as root, and there is no postgres user to run PostgreSQL as: %v", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-}
-
 // placeholder is a ${NAME} in a template of deploy/patroni, as envsubst
 // would fill it.
 var placeholder = regexp.MustCompile(`\$\{[A-Z][A-Z0-9_]*\}`)
@@ -161,6 +140,7 @@ type patroniNode struct {
 	cfg      string
 	restPort string
 	pgPort   string
+	pgBin    string // PostgreSQL's server programs
 	cred     *syscall.Credential
 
 	mu      sync.Mutex
@@ -207,7 +187,7 @@ func (n *patroniNode) stopPostgres(t *testing.T) {
 	if n.postmasterPID() == 0 {
 		return
 	}
-	cmd := exec.Command(filepath.Join(pgBinDir, "pg_ctl"), "stop", "-D", filepath.Join(n.dir, "data"), "-m", "immediate", "-w", "-t", "30")
+	cmd := exec.Command(filepath.Join(n.pgBin, "pg_ctl"), "stop", "-D", filepath.Join(n.dir, "data"), "-m", "immediate", "-w", "-t", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Logf("pg_ctl stop on %s: %v\n%s", n.name, err, out)
@@ -236,13 +216,8 @@ func (c *patroniCluster) members() []member {
 // getJSON GETs url, waiting at most timeout, and tells whether it
 // answered 200 with a JSON body, which it decodes into v.
 func getJSON(url string, timeout time.Duration, v any) bool {
-	hc := &http.Client{Timeout: timeout}
-	resp, err := hc.Get(url)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(v) == nil && resp.StatusCode == 200
+	status, _, body, err := testkit.Get(&http.Client{Timeout: timeout}, url, "")
+	return err == nil && status == 200 && json.Unmarshal(body, v) == nil
 }
 
 // healthy tells whether all three nodes run, one as the leader, one as its
@@ -315,17 +290,16 @@ type patroniCluster struct {
 }
 
 // requirePatroniTools skips the test, saying why, when a program the
-// cluster needs is missing.
-func requirePatroniTools(t *testing.T) {
+// cluster needs is missing, and returns PostgreSQL's server programs'
+// directory.
+func requirePatroniTools(t *testing.T) (pgBin string) {
 	t.Helper()
 	for _, prog := range []string{"patroni", "patronictl", "etcd", "haproxy", "pgbouncer"} {
 		if _, err := exec.LookPath(sbin(prog)); err != nil {
 			t.Skipf("SKIPPING: %s is not installed (Debian: apt-get install patroni etcd-server etcd-client haproxy pgbouncer)", prog)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(pgBinDir, "initdb")); err != nil {
-		t.Skipf("SKIPPING: no PostgreSQL 15 server programs: %v", err)
-	}
+	return pgtest.BinDir(t)
 }
 
 // sbin returns prog, or /usr/sbin/prog where Debian puts HAProxy and
@@ -345,12 +319,9 @@ func sbin(prog string) string {
 // PostgreSQL), a PostgreSQL a dead Patroni left, then etcd.
 func startPatroniCluster(t *testing.T) *patroniCluster {
 	t.Helper()
-	requirePatroniTools(t)
-	cred := postgresCredential(t)
-	dir, err := os.MkdirTemp("", "patroni-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pgBin := requirePatroniTools(t)
+	cred := pgtest.Credential(t, "Patroni")
+	dir := pgtest.TempDir(t, cred)
 	// PLANTSTORE_TEST_KEEP_PATRONI=1 keeps the directory and its logs.
 	t.Cleanup(func() {
 		if os.Getenv("PLANTSTORE_TEST_KEEP_PATRONI") == "" {
@@ -359,11 +330,10 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 			t.Logf("kept %s", dir)
 		}
 	})
-	chownPostgres(t, dir, cred)
 	ports := freePorts(t, 10)
 	vars := map[string]string{
 		"DIR": dir, "ETCD_CLIENT_PORT": ports[0], "ETCD_PEER_PORT": ports[1],
-		"HAPROXY_PG_PORT": ports[8], "PGBOUNCER_PORT": ports[9], "PG_BIN": pgBinDir,
+		"HAPROXY_PG_PORT": ports[8], "PGBOUNCER_PORT": ports[9], "PG_BIN": pgBin,
 		"TTL": strconv.Itoa(patroniTTL), "LOOP_WAIT": strconv.Itoa(patroniLoopWait),
 		"RETRY_TIMEOUT":      strconv.Itoa(patroniRetryTimeout),
 		"SUPERUSER_PASSWORD": "super-" + token, "REPLICATION_PASSWORD": "repl-" + token,
@@ -371,7 +341,7 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	}
 	c := &patroniCluster{dir: dir}
 	for i := range 3 {
-		n := &patroniNode{name: fmt.Sprint("pg", i+1), pgPort: ports[2+2*i], restPort: ports[3+2*i], cred: cred}
+		n := &patroniNode{name: fmt.Sprint("pg", i+1), pgPort: ports[2+2*i], restPort: ports[3+2*i], pgBin: pgBin, cred: cred}
 		n.dir = filepath.Join(dir, n.name)
 		vars[strings.ToUpper(n.name)+"_PORT"] = n.pgPort
 		vars[strings.ToUpper(n.name)+"_REST_PORT"] = n.restPort
@@ -408,24 +378,17 @@ func startPatroniCluster(t *testing.T) *patroniCluster {
 	return c
 }
 
-// chownPostgres gives path to the user PostgreSQL runs as.
-func chownPostgres(t *testing.T, path string, cred *syscall.Credential) {
-	t.Helper()
-	if cred == nil {
-		return
-	}
-	if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // startNode writes a node's Patroni configuration and starts its Patroni.
 func (c *patroniCluster) startNode(t *testing.T, n *patroniNode, vars map[string]string) {
 	t.Helper()
 	if err := os.Mkdir(n.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	chownPostgres(t, n.dir, n.cred)
+	if n.cred != nil {
+		if err := os.Chown(n.dir, int(n.cred.Uid), int(n.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	nv := map[string]string{"NODE": n.name, "NODE_DIR": n.dir, "REST_PORT": n.restPort, "PG_PORT": n.pgPort, "ETCD_PORT": vars["ETCD_CLIENT_PORT"]}
 	for k, v := range vars {
 		nv[k] = v

@@ -38,7 +38,8 @@ var faults = []fault{
 			if err != nil {
 				t.Fatalf("patronictl switchover: %v\n%s", err, out)
 			}
-			t.Logf("patronictl switchover --leader %s --force: %s", leader.name, lastLine(string(out)))
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			t.Logf("patronictl switchover --leader %s --force: %s", leader.name, lines[len(lines)-1])
 		},
 	},
 	{
@@ -54,11 +55,6 @@ var faults = []fault{
 		},
 		newPostmaster: true,
 	},
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 // primary returns the node whose Patroni answers GET /primary with 200 and
@@ -127,13 +123,7 @@ func runFault(t *testing.T, c *patroniCluster, l *load, recv *hookReceiver, inst
 	recv.waitDelivered(t, ids, 2*time.Minute)
 	dups, _ := recv.duplicates()
 	r.duplicates = dups - dupsBefore
-	for _, p := range instances {
-		select {
-		case <-p.Exited():
-			t.Fatalf("an instance exited during %s: %v\n%s", f.name, p.Err(), p.Stderr)
-		default:
-		}
-	}
+	checkRunning(t, instances, f.name)
 	return r
 }
 

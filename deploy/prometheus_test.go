@@ -64,9 +64,7 @@ func TestPrometheusRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		file := filepath.Join(t.TempDir(), "dashboard-queries.yml") // JSON is YAML
-		if err := os.WriteFile(file, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, file, string(b))
 		t.Logf("the dashboard's queries: %s", strings.TrimSpace(run("check", "rules", file)))
 	})
 
@@ -334,9 +332,7 @@ func scrapeServer(t *testing.T) families {
 	// The token in a file, so that the series of each thing reloaded
 	// appear (what="tokens").
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("prometheus-test\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, tokens, "prometheus-test\n")
 	p := testkit.Start(t, bin, testkit.Env(
 		"PLANTSTORE_WEBHOOK_SECRET=a-webhook-secret-of-at-least-24-bytes",
 	), "-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "plants.db"), "-webhook", subscriber.URL+"/hook", "-token-file", tokens)

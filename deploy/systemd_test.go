@@ -21,9 +21,7 @@ func TestSystemdUnitSettings(t *testing.T) {
 	}
 	bin := testkit.Build(t, "../cmd/plantstore")
 	credentials := t.TempDir() // what systemd substitutes for %d
-	if err := os.WriteFile(filepath.Join(credentials, "tokens"), []byte("unit-test-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(credentials, "tokens"), "unit-test-token\n")
 	state := t.TempDir()
 	var env []string
 	for line := range strings.Lines(string(b)) {

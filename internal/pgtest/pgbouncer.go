@@ -43,8 +43,8 @@ func PgBouncer(tb testing.TB, target string) string {
 	if err != nil {
 		tb.Fatalf("pgtest: PgBouncer target %q: %v", target, err)
 	}
-	cred := credential(tb, "PgBouncer")
-	dir := tempDir(tb, cred)
+	cred := Credential(tb, "PgBouncer")
+	dir := TempDir(tb, cred)
 	listen, err := testkit.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)

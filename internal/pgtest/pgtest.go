@@ -100,17 +100,8 @@ func Start(tb testing.TB) *Cluster {
 // runs as, and registers its teardown.
 func newCluster(tb testing.TB, name string) *Cluster {
 	tb.Helper()
-	bin := os.Getenv("PLANTSTORE_TEST_PG_BINDIR")
-	if bin == "" {
-		bin = defaultBinDir
-	}
-	for _, prog := range []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"} {
-		if _, err := os.Stat(filepath.Join(bin, prog)); err != nil {
-			tb.Skipf("SKIPPING: no PostgreSQL server binaries: %v (install postgresql-15, or set PLANTSTORE_TEST_PG_BINDIR)", err)
-		}
-	}
-	c := &Cluster{bin: bin, name: name, cred: credential(tb, "PostgreSQL")}
-	root := tempDir(tb, c.cred)
+	c := &Cluster{bin: BinDir(tb), name: name, cred: Credential(tb, "PostgreSQL")}
+	root := TempDir(tb, c.cred)
 	c.root = root
 	c.data = filepath.Join(root, "data")
 	c.log = filepath.Join(root, "postgres.log")
@@ -126,11 +117,28 @@ func newCluster(tb testing.TB, name string) *Cluster {
 	return c
 }
 
-// credential returns the credential to run prog (PostgreSQL, PgBouncer),
-// which refuse to run as root, as: the postgres user's when the test runs
-// as root, else nil, the test's own. It skips tb when there is no postgres
-// user to run as.
-func credential(tb testing.TB, prog string) *syscall.Credential {
+// BinDir returns the directory of PostgreSQL's server programs:
+// $PLANTSTORE_TEST_PG_BINDIR, else /usr/lib/postgresql/15/bin. It skips tb,
+// saying why, when a program a cluster needs is not there.
+func BinDir(tb testing.TB) string {
+	tb.Helper()
+	bin := os.Getenv("PLANTSTORE_TEST_PG_BINDIR")
+	if bin == "" {
+		bin = defaultBinDir
+	}
+	for _, prog := range []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"} {
+		if _, err := os.Stat(filepath.Join(bin, prog)); err != nil {
+			tb.Skipf("SKIPPING: no PostgreSQL server binaries: %v (install postgresql-15, or set PLANTSTORE_TEST_PG_BINDIR)", err)
+		}
+	}
+	return bin
+}
+
+// Credential returns the credential to run prog (PostgreSQL, PgBouncer,
+// Patroni), which refuse to run as root, as: the postgres user's when the
+// test runs as root, else nil, the test's own. It skips tb when there is
+// no postgres user to run as.
+func Credential(tb testing.TB, prog string) *syscall.Credential {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		return nil
@@ -147,9 +155,9 @@ func credential(tb testing.TB, prog string) *syscall.Credential {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 }
 
-// tempDir makes a temporary directory owned by cred's user (or the test's),
+// TempDir makes a temporary directory owned by cred's user (or the test's),
 // which the caller removes.
-func tempDir(tb testing.TB, cred *syscall.Credential) string {
+func TempDir(tb testing.TB, cred *syscall.Credential) string {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
