@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/httpapi"
+	"github.com/plantstore/plantstore/internal/testkit"
 	"github.com/plantstore/plantstore/memstore"
 )
 
@@ -259,6 +262,102 @@ func TestPanicsOnValuesThatCannotWork(t *testing.T) {
 		}
 		if tt.secret != "" && strings.Contains(msg, tt.secret) {
 			t.Errorf("%s: the panic %q shows the token", tt.name, msg)
+		}
+	}
+}
+
+// TestTokensNeverLeak sends accepted, rejected and malformed credentials,
+// and a token in the query, to a handler that accepts either of two tokens
+// and logs at debug level through NewLogHandler and the access log into
+// one stream, as the binary does: no token appears in the log or in any
+// answer, and the access log has a line per request with its path and
+// Error code, and no body. What net/http answers itself to requests with a
+// token in them is server's TestAnswersNetHTTPGivesItself; the binary's
+// log, TestFlagsReachTheHandler.
+func TestTokensNeverLeak(t *testing.T) {
+	t.Parallel()
+	var secrets []string // each token, and its random part
+	token := func(prefix string) string {
+		s := httpapi.NewToken()
+		secrets = append(secrets, s, prefix+s)
+		return prefix + s
+	}
+	good, second, rejected := token("accepted-"), token("second-"), token("rejected-")
+	var logs testkit.Buffer
+	ps := plantstore.New(memstore.New())
+	e := serveEnv(t, httpapi.New(ps, httpapi.WithTokens(good, second),
+		httpapi.WithLogger(slog.New(httpapi.NewLogHandler(&logs, httpapi.TextLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		httpapi.WithAccessLog(&logs, httpapi.AccessLog{Format: httpapi.TextLog, Level: slog.LevelDebug})), ps)
+	if r := e.do("POST", "/plants", hdr{"Authorization": "Bearer " + second}, `{"id":100,"name":"Monstera","tag":""}`); r.status != 200 || string(r.body) != `{"name":"Monstera","tag":""}` {
+		t.Errorf("create = %d %s, want 200 {\"name\":\"Monstera\",\"tag\":\"\"}", r.status, r.body)
+	}
+	if r := e.do("POST", "/plants", hdr{"Authorization": "Bearer " + good}, `{"id":100,"name":"again"}`); r.status != 400 || testkit.ErrorCode(r.body) != 409 {
+		t.Errorf("conflicting create = %d %s, want 400 with error 409", r.status, r.body)
+	}
+
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		auth   []string
+		want   int // the Error code, or the status of a success
+		reason string
+	}{
+		{"accepted", "POST", "/plants", []string{"Bearer " + good}, 200, ""},
+		{"accepted, lowercase scheme", "GET", "/plants", []string{"bearer " + good}, 200, ""},
+		{"rejected token", "POST", "/plants", []string{"Bearer " + rejected}, 401, ""},
+		{"accepted token with a suffix", "POST", "/plants", []string{"Bearer " + good + "0"}, 401, "a near miss must not be echoed either"},
+		{"accepted token with a prefix", "GET", "/plants", []string{"Bearer 0" + good}, 401, ""},
+		{"wrong scheme", "POST", "/plants", []string{"Basic " + good}, 401, "malformed headers are not quoted back"},
+		{"trailing garbage", "POST", "/plants", []string{"Bearer " + good + " extra"}, 401, ""},
+		{"two headers", "GET", "/plants", []string{"Bearer " + good, "Bearer " + rejected}, 401, ""},
+		{"token in the query", "GET", "/plants?access_token=" + good, nil, 401, "the access log records the path, not the query"},
+		{"accepted token on a bad id", "DELETE", "/plants/x", []string{"Bearer " + good}, 400, ""},
+		{"accepted token on an unknown path", "GET", "/nowhere", []string{"Bearer " + good}, 404, ""},
+	}
+	var answers []string
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, e.url+tt.path, strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"x"}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			setHeaders(req.Header, hdr{"Authorization": ""})
+			req.Header["Authorization"] = tt.auth
+			resp, err := e.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers = append(answers, fmt.Sprint(resp.Header)+string(body))
+			got := resp.StatusCode
+			if got != 200 {
+				got = testkit.ErrorCode(body)
+			}
+			if got != tt.want {
+				t.Errorf("answer = %d %s, want %d (%s)", resp.StatusCode, body, tt.want, tt.reason)
+			}
+		})
+	}
+	got := logs.String()
+	if !strings.Contains(got, "level=DEBUG") || !strings.Contains(got, "token rejected") {
+		t.Errorf("the debug log does not record the rejected tokens, so it was not checked:\n%s", got)
+	}
+	if !strings.Contains(got, "path=/plants") || !strings.Contains(got, "error=409") || strings.Contains(got, "Monstera") {
+		t.Errorf("the access log lacks a line per request with path and error code, or holds a body:\n%s", got)
+	}
+	for _, s := range secrets {
+		if strings.Contains(got, s) {
+			t.Errorf("the log holds a token:\n%s", got)
+		}
+		for _, a := range answers {
+			if strings.Contains(a, s) {
+				t.Errorf("an answer holds a token: %q", a)
+			}
 		}
 	}
 }

@@ -94,18 +94,20 @@ func checkCutOff(t *testing.T, srv *running, head, slow, what string) {
 }
 
 // exchange writes req on a new connection to srv, without waiting for
-// net/http to read all of it, and returns the answer and its body.
-func exchange(t *testing.T, srv *running, req string) (*http.Response, string) {
+// net/http to read all of it, and returns the answer, its body, and what
+// follows it on the connection.
+func exchange(t *testing.T, srv *running, req string) (*http.Response, string, io.Reader) {
 	t.Helper()
 	conn := dial(t, srv)
 	go io.WriteString(conn, req) // net/http may stop reading part way
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
 	if err != nil {
 		t.Fatalf("no answer to %.60q: %v", req, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp, string(body)
+	return resp, string(body), r
 }
 
 // checkServing fails the test unless srv still answers a request.
@@ -235,17 +237,21 @@ func TestUnreadAnswerIsCutOff(t *testing.T) {
 // text/plain (or with no body), and closes the connection.
 // docs/operations.md's "Answers net/http gives itself" names them. Headers
 // over the handler's limit, up to twice it, still reach the handler, which
-// answers with the API's Error in JSON.
+// answers with the API's Error in JSON. Every request carries a token,
+// which neither an answer nor the server's log, at debug level, holds.
 func TestAnswersNetHTTPGivesItself(t *testing.T) {
 	t.Parallel()
 	const limit = server.DefaultMaxHeaderBytes
-	srv := start(t, httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens("tok"),
-		httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus()))
+	tok := httpapi.NewToken()
+	var logs testkit.Buffer
+	srv := start(t, httpapi.New(plantstore.New(memstore.New()), httpapi.WithTokens(tok),
+		httpapi.WithMaxHeaderBytes(limit), httpapi.WithConventionalStatus()), server.WithLogger(testkit.NewLogger(&logs, slog.LevelDebug)))
+	auth := "Authorization: Bearer " + tok + "\r\n"
 	create := func(extra string) string {
-		return "POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\n" + extra + "\r\n"
+		return "POST /plants HTTP/1.1\r\nHost: plantstore\r\n" + auth + "Content-Type: application/json\r\n" + extra + "\r\n"
 	}
 	filler := func(n int) string {
-		return "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX-Filler: " + strings.Repeat("a", n) + "\r\n\r\n"
+		return "GET /healthz HTTP/1.1\r\nHost: plantstore\r\n" + auth + "X-Filler: " + strings.Repeat("a", n) + "\r\n\r\n"
 	}
 	const text, json = "text/plain; charset=utf-8", "application/json"
 	tests := []struct {
@@ -257,29 +263,41 @@ func TestAnswersNetHTTPGivesItself(t *testing.T) {
 	}{
 		{"headers within the handler's limit", filler(limit / 2), 200, json, 0},
 		{"headers over the handler's limit", filler(limit * 3 / 2), 431, json, 431},
-		{"malformed request line", "GET\r\nHost: plantstore\r\n\r\n", 400, text, 0},
-		{"missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, text, 0},
-		{"malformed Host", "GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", 400, text, 0},
-		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nX Y: z\r\n\r\n", 400, text, 0},
+		{"malformed request line", "GET\r\nHost: plantstore\r\n" + auth + "\r\n", 400, text, 0},
+		{"missing Host", "GET /healthz HTTP/1.1\r\n" + auth + "\r\n", 400, text, 0},
+		{"malformed Host", "GET /healthz HTTP/1.1\r\nHost: a b\r\n" + auth + "\r\n", 400, text, 0},
+		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\n" + auth + "X Y: z\r\n\r\n", 400, text, 0},
+		{"control character in the token", "GET /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer " + tok + "\x01\r\n\r\n", 400, text, 0},
 		{"two Content-Lengths", create("Content-Length: 2\r\nContent-Length: 3\r\n") + "{}", 400, text, 0},
+		{"token in the query and a malformed Content-Length", "GET /plants?" + tok + " HTTP/1.1\r\nHost: plantstore\r\n" + auth + "Content-Length: x" + tok + "\r\n\r\n", 400, text, 0},
 		{"unsupported Transfer-Encoding", create("Transfer-Encoding: gzip\r\n"), 501, text, 0},
-		{"two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, text, 0},
+		{"two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n" + auth + "\r\n", 400, text, 0},
 		{"two Transfer-Encodings", create("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"), 501, text, 0},
-		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n\r\n", 505, text, 0},
+		{"unsupported HTTP version", "GET /healthz HTTP/2.0\r\nHost: plantstore\r\n" + auth + "\r\n", 505, text, 0},
 		{"headers past what net/http reads", filler(2*limit + 8<<10), 431, text, 0},
-		{"an expectation other than 100-continue", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\nExpect: tea\r\n\r\n", 417, "", 0},
+		{"an expectation other than 100-continue", "GET /healthz HTTP/1.1\r\nHost: plantstore\r\n" + auth + "Expect: tea\r\n\r\n", 417, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := exchange(t, srv, tt.req)
+			resp, body, rest := exchange(t, srv, tt.req)
 			if resp.StatusCode != tt.wantStatus || resp.Header.Get("Content-Type") != tt.wantType || testkit.ErrorCode([]byte(body)) != tt.wantCode {
 				t.Errorf("answered %s (Content-Type %q) %q, want %d (Content-Type %q) with Error %d",
 					resp.Status, resp.Header.Get("Content-Type"), body, tt.wantStatus, tt.wantType, tt.wantCode)
 			}
 			if fromNetHTTP := tt.wantType != json; resp.Close != fromNetHTTP {
 				t.Errorf("answer %s closes the connection: %v, want %v", resp.Status, resp.Close, fromNetHTTP)
+			} else if fromNetHTTP {
+				if _, err := io.Copy(io.Discard, rest); !isClosed(err) {
+					t.Errorf("the server did not close the connection after answering %s: %v", resp.Status, err)
+				}
+			}
+			if answer := fmt.Sprint(resp.Status, resp.Header, body); strings.Contains(answer, tok) {
+				t.Errorf("the answer holds the token: %q", answer)
 			}
 		})
+	}
+	if srv.stop(); strings.Contains(logs.String(), tok) {
+		t.Errorf("the log holds the token:\n%s", logs.String())
 	}
 }
 

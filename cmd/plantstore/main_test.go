@@ -246,6 +246,23 @@ func TestTimeoutFlags(t *testing.T) {
 	}
 }
 
+// TestTimeoutFlagsReachTheServer checks that the timeouts TestTimeoutFlags
+// reads reach the binary's server: a connection that sends nothing is
+// closed after -read-header-timeout, not the default 10 s.
+func TestTimeoutFlagsReachTheServer(t *testing.T) {
+	t.Parallel()
+	p := startProcess(t, "-db", "memory", "-read-header-timeout", "100ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("a silent connection read %d bytes, %v; want it closed after -read-header-timeout", n, err)
+	}
+}
+
 // TestFlagsReachTheHandler starts run with a flag of each kind the handler
 // takes and every deadline off. The token file's token creates, and the
 // file's mode is warned of in the log, without the token; -max-body beats
@@ -253,6 +270,9 @@ func TestTimeoutFlags(t *testing.T) {
 // (-conventional-status) rather than the contract's 400; a preflight from
 // one -cors-origin and a request from the other are allowed; -docs=false
 // leaves /docs error 404; and without deadlines the server still serves.
+// With -log-level debug, a rejected token is logged at debug level to
+// stderr, and no token reaches stderr or stdout; what the handler's log
+// and access log hold of credentials is httpapi's TestTokensNeverLeak.
 // What a token file may hold is httpapi's TestTokenFileReload, when it
 // warns TestTokenFileWarnsOfASharedFile; CORS for other origins, httpapi's
 // TestCORS; the docs page, apidocs' tests; the served docs, TestProbe.
@@ -262,7 +282,7 @@ func TestFlagsReachTheHandler(t *testing.T) {
 	if err := os.WriteFile(file, []byte("file-token\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url, _, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-token-file", file, "-max-body", "100",
+	url, stdout, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-token-file", file, "-max-body", "100", "-log-level", "debug",
 		"-conventional-status", "-cors-origin", "https://app.example.com", "-cors-origin", "http://localhost:3000", "-docs=false",
 		"-read-header-timeout", "0", "-read-timeout", "0", "-write-timeout", "0", "-idle-timeout", "0"},
 		map[string]string{"PLANTSTORE_ADDR": "192.0.2.1:1", "PLANTSTORE_DB": "memory", "PLANTSTORE_MAX_BODY": "10"})
@@ -297,13 +317,21 @@ func TestFlagsReachTheHandler(t *testing.T) {
 	if got := getCode(t, url+"/docs", ""); got != 404 {
 		t.Errorf("-docs=false: GET /docs = %d, want the Error 404", got)
 	}
+	if got := getCode(t, url+"/plants", "rejected-token"); got != 401 {
+		t.Errorf("GET /plants with a rejected token = %d, want the Error 401", got)
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("run after shutdown = %v, want nil", err)
 	}
 	if testkit.Logged(stderr.String(), "token file is readable by group or others; chmod 600 it") != 1 {
 		t.Errorf("no warning about the token file's mode:\n%s", stderr)
 	}
-	if strings.Contains(stderr.String(), "file-token") {
-		t.Errorf("the log holds a token:\n%s", stderr)
+	if !strings.Contains(stderr.String(), `level=DEBUG msg="httpapi: token rejected"`) {
+		t.Errorf("-log-level debug: no debug line of the rejected token:\n%s", stderr)
+	}
+	for _, tok := range []string{"file-token", "rejected-token"} {
+		if strings.Contains(stderr.String(), tok) || strings.Contains(stdout.String(), tok) {
+			t.Errorf("the log or stdout holds a token:\n%s\n%s", stderr, stdout)
+		}
 	}
 }
